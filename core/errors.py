@@ -1,0 +1,30 @@
+"""Typed errors: every failure a caller can act on has its own class."""
+
+from __future__ import annotations
+
+
+class RMMError(Exception):
+    """Base class of every error raised by rmm_core."""
+
+
+class InvalidInputError(RMMError, ValueError):
+    """An argument has the wrong type or value; nothing was written."""
+
+
+class StorageError(RMMError):
+    """The store could not be opened, read or written (corrupt file, unreachable server)."""
+
+
+class FeedbackError(RMMError):
+    """A search result cannot take this feedback (already given, or unknown memory ids)."""
+
+
+class MissingDependencyError(RMMError, ImportError):
+    """An optional part was used without its extra installed; the message names the fix."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        super().__init__(
+            f"{package} is not installed; run: pip install \"reflective-memory[{extra}]\""
+        )
+        self.package = package
+        self.extra = extra

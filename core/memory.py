@@ -1,0 +1,267 @@
+"""`ReflectiveMemory`: the front door that wires store, index and reflection together."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from .compress import Compressor, FillerCompressor
+from .config import MemoryConfig
+from .context import hit_text
+from .embed import Embedder, default_embedder
+from .errors import InvalidInputError
+from .extract import Extractor, SegmentExtractor
+from .index import UserIndex, english_stemmer, search_index
+from .reconcile import Reconciler, ThresholdReconciler
+from .reflect import Pipeline, Reflector
+from .segment import EmbeddingSegmenter, Segmenter
+from .storage import open_store
+from .storage.base import Store
+from .types import Memory, MemoryHit, SearchResult, Turn, as_datetime, check_id
+
+TurnLike = Turn | Mapping[str, Any]
+
+
+class ReflectiveMemory:
+    """Long-term memory for one application: many users, each isolated by `user_id`.
+
+    Turns are logged durably the moment they arrive; when a session ends they are
+    reflected into memories (prospective reflection); `search` retrieves, fuses and
+    reranks them; `feedback` teaches the reranker from what an answer cited.
+    """
+
+    def __init__(self, store: Store, *, config: MemoryConfig | None = None,
+                 embedder: Embedder | None = None, pipeline: Pipeline | None = None,
+                 llm: Any = None) -> None:
+        self.config = config or MemoryConfig()
+        self.store = store
+        self.llm = llm
+        self.embedder = embedder or default_embedder(self.config.embedding_model)
+        self.pipeline = pipeline or default_pipeline(self.config)
+        self._stemmer = english_stemmer()
+        self._indexes: OrderedDict[str, UserIndex] = OrderedDict()
+        self._index_lock = threading.Lock()
+        self._reflector = Reflector(store, self.embedder, self.pipeline, self._index,
+                                    turn_vectors=self.config.turn_vectors)
+        self._last_sweep = 0.0
+        self.reflect_pending()
+
+    # construction --------------------------------------------------------------------------
+    @classmethod
+    def open(cls, target: str | Store = ":memory:", *, llm: Any = None,
+             config: MemoryConfig | Mapping[str, Any] | None = None,
+             embedder: Embedder | None = None, segmenter: Segmenter | None = None,
+             extractor: Extractor | None = None, compressor: Compressor | None = None,
+             reconciler: Reconciler | None = None, **settings: Any) -> ReflectiveMemory:
+        """Open (or create) a memory at a file path, `:memory:`, or a database URL.
+
+        `settings` are `MemoryConfig` fields; stage arguments replace single stages.
+        Open sessions left unreflected by a crash are reflected here.
+        """
+        if isinstance(config, Mapping):
+            config = MemoryConfig(**config)
+        config = config or MemoryConfig()
+        if settings:
+            config = MemoryConfig(**{**config.model_dump(), **settings})
+        pipeline = default_pipeline(config)
+        for name, stage in (("segmenter", segmenter), ("extractor", extractor),
+                            ("compressor", compressor), ("reconciler", reconciler)):
+            if stage is not None:
+                setattr(pipeline, name, stage)
+        store = target if isinstance(target, Store) else open_store(target)
+        return cls(store, config=config, embedder=embedder, pipeline=pipeline, llm=llm)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> ReflectiveMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # write path ----------------------------------------------------------------------------
+    def append(self, turns: Sequence[TurnLike] | TurnLike, *, user_id: str,
+               session_id: str, started_at: datetime | str | float | None = None
+               ) -> list[Turn]:
+        """Log turns durably, at once; reflection waits for the session to end."""
+        user_id = check_id(user_id, "user_id")
+        session_id = check_id(session_id, "session_id")
+        batch = _coerce_turns(turns)
+        stored = self.store.append_turns(user_id, session_id, batch,
+                                         as_datetime(started_at, "started_at"), time.time())
+        state = self.store.session(user_id, session_id)
+        limit = self.config.session_max_turns
+        if limit and state and state.n_turns - state.reflected >= limit:
+            self._reflector.reflect(state)
+        self._sweep_idle()
+        return stored
+
+    def end_session(self, *, user_id: str, session_id: str) -> list[Memory]:
+        """End a session and run prospective reflection on it now."""
+        user_id = check_id(user_id, "user_id")
+        session_id = check_id(session_id, "session_id")
+        if not self.store.mark_ended(user_id, session_id):
+            raise InvalidInputError(f"no session {session_id!r} for this user")
+        state = self.store.session(user_id, session_id)
+        return self._reflector.reflect(state) if state else []
+
+    def add_session(self, turns: Sequence[TurnLike], *, user_id: str,
+                    session_id: str | None = None,
+                    started_at: datetime | str | float | None = None) -> list[Memory]:
+        """Append a whole session and reflect it; returns the memories added or merged."""
+        if not isinstance(turns, Sequence) or isinstance(turns, (str, bytes)) or not turns:
+            raise InvalidInputError("add_session needs a non-empty list of turns")
+        session_id = session_id if session_id is not None else uuid.uuid4().hex
+        self.append(turns, user_id=user_id, session_id=session_id, started_at=started_at)
+        return self.end_session(user_id=user_id, session_id=session_id)
+
+    def add_sessions(self, sessions: Iterable[Mapping[str, Any]], *, user_id: str,
+                     progress: bool | None = None) -> list[Memory]:
+        """Ingest many sessions (dicts of `add_session` arguments) with a progress bar."""
+        from tqdm.auto import tqdm
+
+        sessions = list(sessions)
+        show = self.config.progress if progress is None else progress
+        out: list[Memory] = []
+        for session in tqdm(sessions, desc="reflecting sessions", unit="session",
+                            disable=None if show is None else not show):
+            out += self.add_session(user_id=user_id, **session)
+        return out
+
+    def reflect_pending(self, *, all_open: bool = False) -> list[Memory]:
+        """Reflect sessions that ended (or idled out) without finishing their reflection."""
+        timeout = self.config.session_idle_timeout
+        idle_before = time.time() - timeout if timeout else None
+        if all_open:
+            idle_before = float("inf")
+        out: list[Memory] = []
+        for state in self.store.pending_sessions(idle_before):
+            out += self._reflector.reflect(state)
+        self._last_sweep = time.time()
+        return out
+
+    def _sweep_idle(self) -> None:
+        timeout = self.config.session_idle_timeout
+        if timeout and time.time() - self._last_sweep > min(timeout, 60.0):
+            self.reflect_pending()
+
+    # read path ------------------------------------------------------------------------------
+    def search(self, query: str, *, user_id: str, k: int = 5) -> SearchResult:
+        """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`."""
+        user_id = check_id(user_id, "user_id")
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be a string, not {type(query).__name__}")
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        result = SearchResult(uuid.uuid4().hex, query, user_id, [])
+        index = self._index(user_id)
+        if not query.strip() or not len(index):
+            return result
+        query_vec = self.embedder.embed([query])[0]
+        found = search_index(index, query, query_vec, top=max(k, self.config.candidates),
+                             dense_weight=self.config.dense_weight)
+        ids = [index.ids[p] for p in found.positions]
+        memories = self.store.memories(user_id, ids)
+        candidates = [MemoryHit(m, float(s), hit_text(m, dates=self.config.context_dates), r)
+                      for r, (m, s) in enumerate(zip(memories, found.fused))]
+        result.candidates = candidates
+        result.hits = candidates[:k]
+        result.state = {"query_vec": query_vec}
+        return result
+
+    def feedback(self, result: SearchResult, cited: Sequence[str]) -> None:
+        """One REINFORCE step from the memories an answer cited (retrospective reflection)."""
+        raise NotImplementedError("the learned reranker is not built yet")
+
+    def turns(self, *, user_id: str, session_id: str | None = None) -> list[Turn]:
+        """The durable raw log of a user (or one session), each turn with its session_id."""
+        user_id = check_id(user_id, "user_id")
+        session_id = check_id(session_id, "session_id", optional=True)
+        return self.store.turns(user_id, session_id)
+
+    def memories(self, *, user_id: str) -> list[Memory]:
+        """Every memory of a user, with provenance and version history."""
+        return self.store.memories(check_id(user_id, "user_id"))
+
+    def forget(self, *, user_id: str) -> None:
+        """Delete every turn, session, memory, version and vector of the user."""
+        user_id = check_id(user_id, "user_id")
+        self.store.forget(user_id)
+        with self._index_lock:
+            self._indexes.pop(user_id, None)
+
+    def usage(self, *, user_id: str | None = None) -> dict[str, int]:
+        """LLM calls and tokens spent on reflection (all zero for the LLM-free pipeline)."""
+        return self.store.usage(check_id(user_id, "user_id", optional=True))
+
+    # async twins -------------------------------------------------------------------------------
+    async def aappend(self, turns: Sequence[TurnLike] | TurnLike, **kw: Any) -> list[Turn]:
+        return await asyncio.to_thread(self.append, turns, **kw)
+
+    async def aend_session(self, **kw: Any) -> list[Memory]:
+        return await asyncio.to_thread(self.end_session, **kw)
+
+    async def aadd_session(self, turns: Sequence[TurnLike], **kw: Any) -> list[Memory]:
+        return await asyncio.to_thread(self.add_session, turns, **kw)
+
+    async def asearch(self, query: str, **kw: Any) -> SearchResult:
+        return await asyncio.to_thread(self.search, query, **kw)
+
+    async def afeedback(self, result: SearchResult, cited: Sequence[str]) -> None:
+        return await asyncio.to_thread(self.feedback, result, cited)
+
+    async def aturns(self, **kw: Any) -> list[Turn]:
+        return await asyncio.to_thread(self.turns, **kw)
+
+    async def amemories(self, **kw: Any) -> list[Memory]:
+        return await asyncio.to_thread(self.memories, **kw)
+
+    async def aforget(self, **kw: Any) -> None:
+        return await asyncio.to_thread(self.forget, **kw)
+
+    # internals ---------------------------------------------------------------------------------
+    def _index(self, user_id: str) -> UserIndex:
+        """The user's index, rebuilt only when the store's generation for them moved."""
+        generation = self.store.generation(user_id)
+        with self._index_lock:
+            cached = self._indexes.get(user_id)
+            if cached is not None and cached.generation == generation:
+                self._indexes.move_to_end(user_id)
+                return cached
+        index = UserIndex(self.store.index_data(user_id), self._stemmer)
+        with self._index_lock:
+            self._indexes[user_id] = index
+            while len(self._indexes) > 64:
+                self._indexes.popitem(last=False)
+        return index
+
+
+def default_pipeline(config: MemoryConfig) -> Pipeline:
+    """The LLM-free write path: TextTiling segments, raw-turn memories, filler-free keys."""
+    return Pipeline(
+        segmenter=EmbeddingSegmenter(window=config.segment_window, cutoff=config.segment_cutoff,
+                                     min_turns=config.segment_min_turns,
+                                     max_turns=config.segment_max_turns),
+        extractor=SegmentExtractor(),
+        compressor=FillerCompressor(),
+        reconciler=ThresholdReconciler(config.merge_threshold),
+    )
+
+
+def _coerce_turns(turns: Sequence[TurnLike] | TurnLike) -> list[Turn]:
+    if isinstance(turns, (Turn, Mapping)):
+        turns = [turns]
+    if isinstance(turns, (str, bytes)) or not isinstance(turns, (Sequence, Iterable)):
+        raise InvalidInputError(f"turns must be a list of Turn or dict, not {type(turns).__name__}")
+    batch = [Turn.coerce(t) for t in turns]
+    if not batch:
+        raise InvalidInputError("no turns given")
+    return batch
+

@@ -1,0 +1,128 @@
+"""Prospective reflection: segment, extract, compress, reconcile, commit (RMM + SeCom)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .compress import Compressor
+from .embed import Embedder
+from .extract import Extractor
+from .index import UserIndex
+from .reconcile import Reconciler
+from .segment import Segmenter
+from .session import Draft, SessionInput
+from .storage.base import MergeInto, NewMemory, SessionState, Store
+from .storage.sqlite import new_memory_id
+from .types import Memory, utcnow
+
+
+@dataclass(slots=True)
+class Pipeline:
+    """The four write-path stages; any of them may be an LLM or an LLM-free implementation."""
+
+    segmenter: Segmenter
+    extractor: Extractor
+    compressor: Compressor
+    reconciler: Reconciler
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+class Reflector:
+    """Turns a session's unreflected turns into memories, committed exactly once."""
+
+    def __init__(self, store: Store, embedder: Embedder, pipeline: Pipeline,
+                 index_for: Callable[[str], UserIndex], *, turn_vectors: bool = True,
+                 neighbours: int = 3) -> None:
+        self.store, self.embedder, self.pipeline = store, embedder, pipeline
+        self.index_for = index_for
+        self.turn_vectors = turn_vectors
+        self.neighbours = neighbours
+
+    def reflect(self, state: SessionState) -> list[Memory]:
+        """Reflect the turns after `state.reflected`; [] when another worker did it first."""
+        turns = self.store.turns(state.user_id, state.session_id, after_seq=state.reflected)
+        if not turns:
+            return []
+        session = SessionInput(state.user_id, state.session_id, turns, state.started_at,
+                               self.embedder.embed([t.render() for t in turns]))
+        segments = self.pipeline.segmenter.segment(session)
+        drafts = self.pipeline.extractor.extract(session, segments)
+        keys = self.pipeline.compressor.compress([d.text for d in drafts])
+        for draft, key in zip(drafts, keys):
+            draft.key = key or draft.text
+        vectors = self._vectors(session, drafts)
+        decisions = self.pipeline.reconciler.reconcile(
+            drafts, self._neighbours(state.user_id, [v[0] for v in vectors]))
+        adds: list[NewMemory] = []
+        merges: dict[str, MergeInto] = {}
+        for decision in decisions:
+            draft, vecs = drafts[decision.draft], vectors[decision.draft]
+            if decision.target is None:
+                adds.append(NewMemory(self._memory(state, draft), vecs))
+            elif decision.target in merges:  # a second draft folded into the same memory
+                merge = merges[decision.target]
+                merge.text = decision.text or f"{merge.text}\n{draft.text}"
+                merge.refs += draft.refs
+                merge.speakers += draft.speakers
+                merge.vectors = np.vstack([merge.vectors, vecs[1:]])
+            else:
+                merges[decision.target] = MergeInto(
+                    decision.target, decision.text or draft.text, "", list(draft.refs), vecs,
+                    source=state.session_id, speakers=list(draft.speakers),
+                    session_ids=[state.session_id])
+        self._finish_merges(state.user_id, list(merges.values()))
+        done = self.store.commit_reflection(state.user_id, state.session_id, state.reflected,
+                                            state.reflected + len(turns), adds,
+                                            list(merges.values()))
+        return done or []
+
+    def _vectors(self, session: SessionInput, drafts: list[Draft]) -> list[np.ndarray]:
+        """Per draft: its key's vector first, then (optionally) the vectors of its turns."""
+        key_vecs = self.embedder.embed([d.key for d in drafts])
+        row = {t.id: i for i, t in enumerate(session.turns)}
+        out = []
+        for draft, key_vec in zip(drafts, key_vecs):
+            parts = [key_vec[None, :]]
+            if self.turn_vectors:
+                rows = [row[r] for r in draft.refs if r in row]
+                if rows:
+                    parts.append(session.vectors[rows])
+            out.append(np.vstack(parts))
+        return out
+
+    def _neighbours(self, user_id: str, key_vecs: list[np.ndarray]
+                    ) -> list[list[tuple[Memory, float]]]:
+        index = self.index_for(user_id)
+        if not len(index) or not key_vecs:
+            return [[] for _ in key_vecs]
+        found = [index.dense_scores(v, self.neighbours * 8) for v in key_vecs]
+        wanted = list(dict.fromkeys(p for f in found for p in list(f)[: self.neighbours]))
+        by_pos = dict(zip(wanted, self.store.memories(
+            user_id, [index.ids[p] for p in wanted], with_versions=False)))
+        return [[(by_pos[p], s) for p, s in list(f.items())[: self.neighbours] if p in by_pos]
+                for f in found]
+
+    def _finish_merges(self, user_id: str, merges: list[MergeInto]) -> None:
+        """A merged memory gets a fresh key and key vector from its merged text."""
+        if not merges:
+            return
+        keys = self.pipeline.compressor.compress([m.text for m in merges])
+        key_vecs = self.embedder.embed(keys)
+        old = self.store.memory_vectors(user_id, [m.target_id for m in merges])
+        for merge, key, key_vec in zip(merges, keys, key_vecs):
+            merge.key = key or merge.text
+            turn_part = merge.vectors[1:]
+            kept = old.get(merge.target_id, np.zeros((1, len(key_vec)), np.float32))[1:]
+            merge.vectors = np.vstack([key_vec[None, :], kept, turn_part])
+
+    @staticmethod
+    def _memory(state: SessionState, draft: Draft) -> Memory:
+        now = utcnow()
+        return Memory(id=new_memory_id(), user_id=state.user_id, text=draft.text,
+                      key=draft.key, refs=list(draft.refs), speakers=draft.speakers,
+                      session_ids=[state.session_id],
+                      occurred_at=draft.occurred_at or state.started_at,
+                      created_at=now, updated_at=now, attrs=dict(draft.attrs))

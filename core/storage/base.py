@@ -1,0 +1,154 @@
+"""The storage contract every backend keeps (SQLite embedded, PostgreSQL for servers)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..types import Memory, Turn
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(slots=True)
+class SessionState:
+    """Where a session stands: turns appended, how many of them reflected, ended or not."""
+
+    user_id: str
+    session_id: str
+    status: str  # "open" | "ended" | "done"
+    started_at: datetime | None
+    last_activity: float
+    n_turns: int
+    reflected: int
+
+
+@dataclass(slots=True)
+class NewMemory:
+    """A memory to add: record plus its retrieval vectors."""
+
+    memory: Memory
+    vectors: np.ndarray
+
+
+@dataclass(slots=True)
+class MergeInto:
+    """Fold new material into stored memory `target_id`; the old text stays as a version."""
+
+    target_id: str
+    text: str
+    key: str
+    refs: list[str]
+    vectors: np.ndarray
+    source: str
+    speakers: list[str] = field(default_factory=list)
+    session_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class IndexData:
+    """What a user's search index is built from: one row per vector, `owner` maps to ids."""
+
+    generation: int
+    ids: list[str]
+    keys: list[str]
+    vectors: np.ndarray
+    owner: np.ndarray
+
+
+class Store(ABC):
+    """Durable turns, sessions, memories with versions, vectors and learned weights.
+
+    Every method is scoped by `user_id` where data belongs to a user. Writes that belong
+    together are atomic: a reflection's adds and merges land with the session's progress
+    mark in one transaction, which is what makes reflection exactly-once.
+    """
+
+    url: str
+
+    # turn log -----------------------------------------------------------------------
+    @abstractmethod
+    def append_turns(self, user_id: str, session_id: str, turns: Sequence[Turn],
+                     started_at: datetime | None, now: float) -> list[Turn]:
+        """Durably add turns (ids filled in) and open or reopen the session."""
+
+    @abstractmethod
+    def turns(self, user_id: str, session_id: str | None = None, *,
+              after_seq: int = 0) -> list[Turn]:
+        """The raw log in order, optionally one session's turns after position `after_seq`."""
+
+    # sessions -----------------------------------------------------------------------
+    @abstractmethod
+    def session(self, user_id: str, session_id: str) -> SessionState | None: ...
+
+    @abstractmethod
+    def mark_ended(self, user_id: str, session_id: str) -> bool:
+        """Flag a session for reflection; False when there is no such session."""
+
+    @abstractmethod
+    def pending_sessions(self, idle_before: float | None,
+                         user_id: str | None = None) -> list[SessionState]:
+        """Sessions with unreflected turns that ended, or are open and idle since before."""
+
+    # memories -----------------------------------------------------------------------
+    @abstractmethod
+    def commit_reflection(self, user_id: str, session_id: str, expected_reflected: int,
+                          reflected: int, adds: Sequence[NewMemory],
+                          merges: Sequence[MergeInto]) -> list[Memory] | None:
+        """Apply adds and merges and advance the session mark, in one transaction.
+
+        Returns None (and writes nothing) when the mark is no longer `expected_reflected`:
+        another process reflected those turns first.
+        """
+
+    @abstractmethod
+    def memories(self, user_id: str, ids: Sequence[str] | None = None, *,
+                 with_versions: bool = True) -> list[Memory]:
+        """A user's memories (all, or those ids, in that order); never another user's."""
+
+    @abstractmethod
+    def memory_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors per memory id."""
+
+    @abstractmethod
+    def index_data(self, user_id: str) -> IndexData: ...
+
+    @abstractmethod
+    def generation(self, user_id: str) -> int:
+        """A counter that changes whenever the user's memories change (cache key)."""
+
+    @abstractmethod
+    def forget(self, user_id: str) -> None:
+        """Delete every turn, session, memory, version and vector of the user."""
+
+    @abstractmethod
+    def users(self) -> list[str]: ...
+
+    # learned weights and feedback ------------------------------------------------------
+    @abstractmethod
+    def load_state(self, name: str) -> tuple[int, bytes | None]:
+        """A named blob (reranker weights) with its version; (0, None) when absent."""
+
+    @abstractmethod
+    def save_state(self, name: str, expected_version: int, blob: bytes) -> bool:
+        """Compare-and-set: store `blob` only if the version is still `expected_version`."""
+
+    @abstractmethod
+    def claim_feedback(self, result_id: str, user_id: str) -> bool:
+        """Record that a search result got its feedback; False if it already had."""
+
+    # usage accounting ---------------------------------------------------------------------
+    @abstractmethod
+    def add_usage(self, user_id: str, session_id: str, usage: dict[str, Any]) -> None:
+        """Add LLM calls/tokens spent on a session."""
+
+    @abstractmethod
+    def usage(self, user_id: str | None = None) -> dict[str, int]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...

@@ -1,0 +1,164 @@
+"""The records that flow through the pipeline: turns in, memories and hits out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import InvalidInputError
+
+MAX_TEXT_CHARS = 4_000_000
+"""Largest accepted turn text (characters); a 1 MB turn is fine, a runaway blob is not."""
+
+_TURN_FIELDS = frozenset({"speaker", "text", "id", "timestamp", "session_id"})
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def as_datetime(value: Any, what: str) -> datetime | None:
+    """Accept a datetime, an ISO string or epoch seconds; reject anything else."""
+    if value is None or isinstance(value, datetime):
+        return value
+    if isinstance(value, bool):
+        raise InvalidInputError(f"{what} must be a datetime, ISO string or epoch seconds")
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value, timezone.utc)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.strip())
+        except ValueError as exc:
+            raise InvalidInputError(f"{what} {value!r} is not an ISO 8601 date") from exc
+    raise InvalidInputError(
+        f"{what} must be a datetime, ISO string or epoch seconds, not {type(value).__name__}"
+    )
+
+
+def check_id(value: Any, what: str, *, optional: bool = False) -> str | None:
+    """Validate a user, session or turn id: a non-empty string without NUL."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
+    if not value.strip() or "\x00" in value or len(value) > 512:
+        raise InvalidInputError(f"{what} must be 1-512 characters without NUL, got {value!r:.60}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One utterance. `id` is the caller's id (kept as given); `session_id` is set on read."""
+
+    speaker: str
+    text: str
+    id: str | None = None
+    timestamp: datetime | None = None
+    session_id: str | None = None
+
+    @classmethod
+    def coerce(cls, value: Turn | Mapping[str, Any]) -> Turn:
+        """Validate a `Turn` or a dict with the same keys; raise `InvalidInputError` if bad."""
+        if isinstance(value, Turn):
+            data = {f: getattr(value, f) for f in _TURN_FIELDS}
+        elif isinstance(value, Mapping):
+            unknown = set(value) - _TURN_FIELDS
+            if unknown:
+                raise InvalidInputError(f"unknown turn field(s) {sorted(unknown)}")
+            missing = {"speaker", "text"} - set(value)
+            if missing:
+                raise InvalidInputError(f"turn is missing field(s) {sorted(missing)}")
+            data = dict(value)
+        else:
+            raise InvalidInputError(f"a turn must be a Turn or a dict, not {type(value).__name__}")
+        speaker, text = data.get("speaker"), data.get("text")
+        if not isinstance(speaker, str) or not speaker.strip() or "\x00" in speaker:
+            raise InvalidInputError(f"turn speaker must be a non-empty string, got {speaker!r:.60}")
+        if not isinstance(text, str):
+            raise InvalidInputError(f"turn text must be a string, not {type(text).__name__}")
+        if not text.strip():
+            raise InvalidInputError("turn text is empty or only whitespace")
+        if len(text) > MAX_TEXT_CHARS:
+            raise InvalidInputError(f"turn text has {len(text)} characters; limit {MAX_TEXT_CHARS}")
+        return cls(
+            speaker=speaker.strip(),
+            text=text,
+            id=check_id(data.get("id"), "turn id", optional=True),
+            timestamp=as_datetime(data.get("timestamp"), "turn timestamp"),
+            session_id=check_id(data.get("session_id"), "session_id", optional=True),
+        )
+
+    def render(self) -> str:
+        """The turn as a line of context: `speaker: text`."""
+        return f"{self.speaker}: {self.text}"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryVersion:
+    """One state of a memory: its text and refs then, and why it changed."""
+
+    version: int
+    text: str
+    refs: tuple[str, ...]
+    reason: str
+    at: datetime
+    source: str | None = None
+
+
+@dataclass(slots=True)
+class Memory:
+    """A reflected memory: what it says, where it came from, how it is found."""
+
+    id: str
+    user_id: str
+    text: str
+    key: str
+    refs: list[str]
+    speakers: list[str] = field(default_factory=list)
+    session_ids: list[str] = field(default_factory=list)
+    occurred_at: datetime | None = None
+    created_at: datetime = field(default_factory=utcnow)
+    updated_at: datetime = field(default_factory=utcnow)
+    versions: list[MemoryVersion] = field(default_factory=list)
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHit:
+    """A retrieved memory; `text` is exactly what goes into the LLM's context."""
+
+    memory: Memory
+    score: float
+    text: str
+    rank: int
+
+    @property
+    def refs(self) -> list[str]:
+        return self.memory.refs
+
+
+@dataclass(slots=True)
+class SearchResult(Sequence[MemoryHit]):
+    """The hits of one search, best first; keeps what `feedback` needs to learn from it."""
+
+    id: str
+    query: str
+    user_id: str
+    hits: list[MemoryHit]
+    candidates: list[MemoryHit] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __iter__(self) -> Iterator[MemoryHit]:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self.hits[index]
+
+    @property
+    def memories(self) -> list[Memory]:
+        return [hit.memory for hit in self.hits]

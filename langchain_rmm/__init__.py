@@ -1,0 +1,1 @@
+"""LangChain adapters for rmm_core."""

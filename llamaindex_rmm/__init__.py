@@ -1,0 +1,1 @@
+"""LlamaIndex adapters for rmm_core."""
