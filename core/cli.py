@@ -1,0 +1,37 @@
+"""`rmm`: the command line. Each benchmark is a module with `add_arguments` and `run`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+BENCHES = {
+    "locomo": ("rmm_core.bench.retrieval", "retrieval quality on LoCoMo against baselines"),
+    "speed": ("rmm_core.bench.speed", "search latency on a large bank against raw faiss"),
+}
+"""Benchmark name -> (module with add_arguments/run, one-line help)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rmm", description="Reflective memory for LLM agents.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    bench = commands.add_parser("bench", help="run a benchmark and print its figures")
+    benches = bench.add_subparsers(dest="bench", required=True)
+    for name, (module, help_text) in BENCHES.items():
+        sub = benches.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(_module=module)
+        importlib.import_module(module).add_arguments(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    args = build_parser().parse_args(argv)
+    return int(importlib.import_module(args._module).run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
