@@ -6,6 +6,8 @@ from .config import MemoryConfig
 from .errors import (
     FeedbackError,
     InvalidInputError,
+    LLMError,
+    LLMFallbackWarning,
     MissingDependencyError,
     RMMError,
     StorageError,
@@ -16,6 +18,8 @@ from .types import Memory, MemoryHit, MemoryVersion, SearchResult, Turn
 __all__ = [
     "FeedbackError",
     "InvalidInputError",
+    "LLMError",
+    "LLMFallbackWarning",
     "Memory",
     "MemoryConfig",
     "MemoryHit",

@@ -10,6 +10,10 @@ import sys
 BENCHES = {
     "locomo": ("rmm_core.bench.retrieval", "retrieval quality on LoCoMo against baselines"),
     "speed": ("rmm_core.bench.speed", "search latency on a large bank against raw faiss"),
+    "rerank": ("rmm_core.bench.rerank", "REINFORCE reranker trained with oracle citations"),
+    "extract": ("rmm_core.bench.extract", "memory extraction vs LoCoMo's per-session facts"),
+    "context": ("rmm_core.bench.context", "SCM context builder vs rank-order filling on LoCoMo"),
+    "links": ("rmm_core.bench.links", "A-MEM link following on LoCoMo multi-hop questions"),
 }
 """Benchmark name -> (module with add_arguments/run, one-line help)."""
 

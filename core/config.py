@@ -13,17 +13,27 @@ class MemoryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     embedding_model: str | None = Field(
-        None, description="Local path of a sentence-transformers model; None = packaged MiniLM.")
+        None, description="'minilm-int8' (default when None: ONNX, fastest), 'minilm' (the "
+                          "float model on torch), or a local sentence-transformers path.")
     candidates: int = Field(20, ge=1, le=1000,
                             description="Top-K retrieved before reranking keeps k (RMM's K).")
-    dense_weight: float = Field(0.5, ge=0.0, le=1.0,
-                                description="Share of the dense cosine in the fused score.")
+    lexical_weight: float = Field(1.0, ge=0.0, le=10.0,
+                                  description="Weight of BM25 (z-scored) in the fused score.")
+    dense_weight: float = Field(1.0, ge=0.0, le=10.0,
+                                description="Weight of the memory-vector cosine (z-scored).")
+    turn_weight: float = Field(0.5, ge=0.0, le=10.0,
+                               description="Weight of the best turn-vector cosine (z-scored).")
+    neighbour_smoothing: float = Field(
+        0.25, ge=0.0, le=1.0, description="Share of the same-session neighbours' scores added.")
     segment_window: int = Field(2, ge=1, le=10, description="Turns each side of a gap.")
-    segment_cutoff: float = Field(0.0, ge=-3.0, le=3.0,
+    segment_cutoff: float = Field(0.5, ge=-3.0, le=3.0,
                                   description="Gap depth threshold in std above the mean.")
     segment_min_turns: int = Field(2, ge=1, le=50)
     segment_max_turns: int = Field(8, ge=1, le=200)
     turn_vectors: bool = Field(True, description="Index every turn's vector, not only the key's.")
+    memory_vector: Literal["text", "turns_mean"] = Field(
+        "turns_mean", description="A raw-turn memory's own vector: its text encoded, or the "
+                                  "mean of its turns' vectors (half the ingest cost).")
     merge_threshold: float = Field(0.92, ge=0.0, le=1.0,
                                    description="Cosine above which LLM-free reconcile merges.")
     session_idle_timeout: float | None = Field(
@@ -33,3 +43,32 @@ class MemoryConfig(BaseModel):
     context_dates: bool = Field(True, description="Prefix each hit's text with its date.")
     progress: bool | None = Field(None, description="tqdm bars for bulk ingest; None = on a TTY.")
     reranker_scope: Literal["global", "user"] = "global"
+    reranker_learning_rate: float = Field(1e-3, gt=0, le=1.0, description="REINFORCE step size.")
+    reranker_baseline: float = Field(0.5, ge=-1.0, le=1.0, description="REINFORCE baseline b.")
+    reranker_temperature: float = Field(0.5, gt=0, le=100.0,
+                                        description="Softmax temperature of exploration.")
+    reranker_combine: str = Field("zscore", description="How the reranker joins the fused "
+                                                        "score: zscore | residual | blend.")
+    reranker_mix: float = Field(10.0, ge=0.0, le=1000.0,
+                                description="Weight of the reranker's learned score.")
+    reranker_batch: int = Field(1, ge=1, le=10_000,
+                                description="Feedback examples per persisted reranker step.")
+    segmentation: str | None = Field(
+        None, description="embedding | fixed | llm | incremental; None = llm with an LLM, "
+                          "else embedding.")
+    extraction: str | None = Field(None, description="segment | llm; None = llm with an LLM.")
+    compression: str | None = Field(None, description="filler | identity | llmlingua.")
+    reconciliation: str | None = Field(None, description="threshold | llm; None = llm with an "
+                                                         "LLM.")
+    llmlingua_model_path: str | None = Field(
+        None, description="Local folder of an LLMLingua-2 model (compression='llmlingua').")
+    llm_timeout: float | None = Field(120.0, gt=0, description="Seconds allowed per LLM call.")
+    notes: bool = Field(False, description="A-MEM notes: keywords, tags, context and links "
+                                           "on each memory after reflection.")
+    notes_in_key: bool = Field(False, description="Add a note's keywords, tags and context to "
+                                                  "its memory's retrieval key.")
+    note_links: int = Field(3, ge=0, le=50, description="Most neighbours a new note links to.")
+    note_link_threshold: float = Field(
+        0.5, ge=-1.0, le=1.0, description="Key cosine a neighbour needs for an LLM-free link.")
+    note_follow: int = Field(1, ge=1, le=20, description="Linked memories added per hit when "
+                                                        "search follows links.")

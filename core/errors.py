@@ -28,3 +28,12 @@ class MissingDependencyError(RMMError, ImportError):
         )
         self.package = package
         self.extra = extra
+
+
+class LLMError(RMMError):
+    """The configured LLM failed: it raised, timed out, or answered in a form that could not
+    be used even after one repair; the stage falls back to its LLM-free form."""
+
+
+class LLMFallbackWarning(UserWarning):
+    """An LLM stage failed for one session and its LLM-free form did the work instead."""

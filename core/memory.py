@@ -11,19 +11,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from .compress import Compressor, FillerCompressor
+from .attribute import CitedAnswer, answer_with_citations
+from .compress import Compressor
 from .config import MemoryConfig
 from .context import hit_text
 from .embed import Embedder, default_embedder
 from .errors import InvalidInputError
-from .extract import Extractor, SegmentExtractor
-from .index import UserIndex, english_stemmer, search_index
-from .reconcile import Reconciler, ThresholdReconciler
+from .extract import Extractor
+from .index import FusionWeights, UserIndex, english_stemmer, search_index
+from .llm import as_llm
+from .pipeline import build_pipeline
+from .reconcile import Reconciler
 from .reflect import Pipeline, Reflector
-from .segment import EmbeddingSegmenter, Segmenter
+from .rerank import LearnedReranker
+from .scm import Recall, SCMController
+from .segment import Segmenter
 from .storage import open_store
 from .storage.base import Store
 from .types import Memory, MemoryHit, SearchResult, Turn, as_datetime, check_id
+from .workflows import WorkflowMemory, forget_workflows
+from .working import WorkingContext, forget_working
 
 TurnLike = Turn | Mapping[str, Any]
 
@@ -43,12 +50,20 @@ class ReflectiveMemory:
         self.store = store
         self.llm = llm
         self.embedder = embedder or default_embedder(self.config.embedding_model)
-        self.pipeline = pipeline or default_pipeline(self.config)
+        self.pipeline = pipeline or default_pipeline(self.config, llm)
         self._stemmer = english_stemmer()
+        self._weights = FusionWeights(self.config.lexical_weight, self.config.dense_weight,
+                                      self.config.turn_weight, self.config.neighbour_smoothing)
         self._indexes: OrderedDict[str, UserIndex] = OrderedDict()
         self._index_lock = threading.Lock()
         self._reflector = Reflector(store, self.embedder, self.pipeline, self._index,
-                                    turn_vectors=self.config.turn_vectors)
+                                    turn_vectors=self.config.turn_vectors,
+                                    memory_vector=self.config.memory_vector)
+        if self.config.notes:  # A-MEM notes and links after each reflection commit
+            from .notes import keeper_for
+
+            self._reflector.after_commit = keeper_for(store, self.embedder, self.config, llm)
+        self._reranker = LearnedReranker(store, self.config)
         self._last_sweep = 0.0
         self.reflect_pending()
 
@@ -69,7 +84,7 @@ class ReflectiveMemory:
         config = config or MemoryConfig()
         if settings:
             config = MemoryConfig(**{**config.model_dump(), **settings})
-        pipeline = default_pipeline(config)
+        pipeline = default_pipeline(config, llm)
         for name, stage in (("segmenter", segmenter), ("extractor", extractor),
                             ("compressor", compressor), ("reconciler", reconciler)):
             if stage is not None:
@@ -78,6 +93,7 @@ class ReflectiveMemory:
         return cls(store, config=config, embedder=embedder, pipeline=pipeline, llm=llm)
 
     def close(self) -> None:
+        self._reranker.flush()
         self.store.close()
 
     def __enter__(self) -> ReflectiveMemory:
@@ -153,8 +169,14 @@ class ReflectiveMemory:
             self.reflect_pending()
 
     # read path ------------------------------------------------------------------------------
-    def search(self, query: str, *, user_id: str, k: int = 5) -> SearchResult:
-        """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`."""
+    def search(self, query: str, *, user_id: str, k: int = 5,
+               follow_links: bool = False, explore: bool = False) -> SearchResult:
+        """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`.
+
+        `follow_links` (A-MEM, needs `notes=True`) puts each hit's linked memories right
+        after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise,
+        softmax temperature `reranker_temperature`) so that `feedback` can learn.
+        """
         user_id = check_id(user_id, "user_id")
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, not {type(query).__name__}")
@@ -166,19 +188,82 @@ class ReflectiveMemory:
             return result
         query_vec = self.embedder.embed([query])[0]
         found = search_index(index, query, query_vec, top=max(k, self.config.candidates),
-                             dense_weight=self.config.dense_weight)
+                             weights=self._weights)
         ids = [index.ids[p] for p in found.positions]
         memories = self.store.memories(user_id, ids)
         candidates = [MemoryHit(m, float(s), hit_text(m, dates=self.config.context_dates), r)
                       for r, (m, s) in enumerate(zip(memories, found.fused))]
         result.candidates = candidates
-        result.hits = candidates[:k]
-        result.state = {"query_vec": query_vec}
+        result.hits, ranking = self._reranker.rerank(user_id, query_vec, candidates, k,
+                                                     explore=explore)
+        if follow_links:
+            from .notes import follow_links as with_links
+
+            top = {h.memory.id for h in result.hits}
+            result.hits = with_links(
+                self.store, user_id, [*result.hits, *(c for c in candidates
+                                                      if c.memory.id not in top)],
+                query_vec, k=k, per_hit=self.config.note_follow,
+                text_of=lambda m: hit_text(m, dates=self.config.context_dates))
+        result.state = {"query_vec": query_vec, "ranking": ranking}
         return result
 
     def feedback(self, result: SearchResult, cited: Sequence[str]) -> None:
-        """One REINFORCE step from the memories an answer cited (retrospective reflection)."""
-        raise NotImplementedError("the learned reranker is not built yet")
+        """One REINFORCE step from the memories an answer cited (retrospective reflection).
+
+        `cited` holds memory ids (or hits) among `result`'s hits; none cited = all -1.
+        A result takes feedback once; a second call raises `FeedbackError`.
+        """
+        self._reranker.feedback(result, cited)
+
+    def respond(self, query: str, *, user_id: str, llm: Any = None, k: int = 5,
+                explore: bool = True) -> CitedAnswer:
+        """Search, answer with numbered-memory citations, and learn from them (RMM's loop).
+
+        Exploration is on by default because the answer's citations train the reranker.
+        """
+        model = llm if llm is not None else self.llm
+        if model is None:
+            raise InvalidInputError("respond needs an llm (argument or ReflectiveMemory's llm)")
+        result = self.search(query, user_id=user_id, k=k, explore=explore)
+        answer = answer_with_citations(as_llm(model), query, result)
+        if result.hits:
+            self.feedback(result, answer.cited_ids)
+        return answer
+
+    def rerank_texts(self, query: str, texts: Sequence[str], *, user_id: str,
+                     memory_ids: Sequence[str | None] | None = None) -> list[float]:
+        """RMM's learned score q'.m' of arbitrary texts for `query` (framework rerankers call
+        this); a text whose memory id is this user's is scored by that memory's stored rows."""
+        user_id = check_id(user_id, "user_id")
+        if not isinstance(query, str) or isinstance(texts, str) or \
+                not all(isinstance(t, str) for t in texts):
+            raise InvalidInputError("rerank_texts needs a query string and a list of strings")
+        ids = list(memory_ids) if memory_ids is not None else [None] * len(texts)
+        if len(ids) != len(texts):
+            raise InvalidInputError("memory_ids must be as long as texts")
+        if not texts:
+            return []
+        stored = self.store.memory_vectors(user_id, [i for i in ids if i is not None])
+        missing = [t for t, i in zip(texts, ids) if i not in stored]
+        fresh = iter(self.embedder.embed([query, *missing]))
+        query_vec = next(fresh)
+        return self._reranker.learned_scores(
+            user_id, query_vec, [stored[i] if i in stored else next(fresh)[None, :] for i in ids])
+
+    def recall(self, query: str, *, user_id: str, previous_turn: str | Turn | None = None,
+               budget: int | None = None, k: int | None = None,
+               controller: SCMController | None = None) -> Recall:
+        """SCM read path: gate (is memory needed?), search, then build a context within
+        `budget` (raw turns or summaries, previous turn always kept); says what and why."""
+        controller = controller or SCMController.for_llm(self.llm)
+        return controller.recall(self, query, user_id=user_id, previous_turn=previous_turn,
+                                 budget=budget, k=k)
+
+    def working_context(self, *, user_id: str, **options: Any) -> WorkingContext:
+        """The user's MemGPT-style working context: core blocks and a bounded message queue
+        (options: `WorkingContext` settings such as `budget`, `session_id`, `blocks`)."""
+        return WorkingContext(self, user_id, **options)
 
     def turns(self, *, user_id: str, session_id: str | None = None) -> list[Turn]:
         """The durable raw log of a user (or one session), each turn with its session_id."""
@@ -194,8 +279,17 @@ class ReflectiveMemory:
         """Delete every turn, session, memory, version and vector of the user."""
         user_id = check_id(user_id, "user_id")
         self.store.forget(user_id)
+        forget_workflows(self.store, user_id)
+        forget_working(self.store, user_id)
         with self._index_lock:
             self._indexes.pop(user_id, None)
+
+    @property
+    def workflows(self) -> WorkflowMemory:
+        """Agent Workflow Memory on this store, with this memory's embedder and LLM."""
+        if getattr(self, "_workflows", None) is None:
+            self._workflows = WorkflowMemory(self.store, self.embedder, llm=self.llm)
+        return self._workflows
 
     def usage(self, *, user_id: str | None = None) -> dict[str, int]:
         """LLM calls and tokens spent on reflection (all zero for the LLM-free pipeline)."""
@@ -216,6 +310,9 @@ class ReflectiveMemory:
 
     async def afeedback(self, result: SearchResult, cited: Sequence[str]) -> None:
         return await asyncio.to_thread(self.feedback, result, cited)
+
+    async def arespond(self, query: str, **kw: Any) -> CitedAnswer:
+        return await asyncio.to_thread(self.respond, query, **kw)
 
     async def aturns(self, **kw: Any) -> list[Turn]:
         return await asyncio.to_thread(self.turns, **kw)
@@ -243,16 +340,10 @@ class ReflectiveMemory:
         return index
 
 
-def default_pipeline(config: MemoryConfig) -> Pipeline:
-    """The LLM-free write path: TextTiling segments, raw-turn memories, filler-free keys."""
-    return Pipeline(
-        segmenter=EmbeddingSegmenter(window=config.segment_window, cutoff=config.segment_cutoff,
-                                     min_turns=config.segment_min_turns,
-                                     max_turns=config.segment_max_turns),
-        extractor=SegmentExtractor(),
-        compressor=FillerCompressor(),
-        reconciler=ThresholdReconciler(config.merge_threshold),
-    )
+def default_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:
+    """The write path the config asks for: LLM-free (TextTiling segments, raw-turn memories,
+    filler-free keys) without an LLM, the papers' LLM stages with one (`pipeline.STAGES`)."""
+    return build_pipeline(config, llm)
 
 
 def _coerce_turns(turns: Sequence[TurnLike] | TurnLike) -> list[Turn]:

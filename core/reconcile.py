@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from . import prompts
+from .parse import ParseError, ask, with_fallback
 from .session import Draft
 from .types import Memory
 
@@ -57,3 +60,108 @@ class ThresholdReconciler:
         # a memory merged twice in one batch ends with the text of its last merge
         return [Decision(d.draft, d.target, merged_text[d.target]) if d.target else d
                 for d in decisions]
+
+
+# LLM reconciliation (RMM Add / Merge) --------------------------------------------------------
+class LLMReconciler:
+    """RMM's update step, batched: one call decides Add() or Merge(i, summary) for every
+    new memory of a session that has similar stored memories about the same people.
+
+    A new memory without such candidates (similarity below `min_similarity`, or about
+    other speakers) is added without asking; no call is made when none has any. A new
+    memory the answer skips is added; two merges into one stored memory keep both
+    merged summaries.
+    """
+
+    def __init__(self, llm: Any, fallback: Reconciler | None = None, *,
+                 min_similarity: float = 0.3) -> None:
+        self.llm, self.min_similarity = llm, min_similarity
+        self.fallback = fallback or ThresholdReconciler()
+
+    def reconcile(self, drafts: Sequence[Draft],
+                  neighbours: Sequence[Sequence[tuple[Memory, float]]]) -> list[Decision]:
+        candidates = [[m for m, score in near if score >= self.min_similarity
+                       and _same_people(m, draft)] for draft, near in zip(drafts, neighbours)]
+        asked = [i for i, near in enumerate(candidates) if near]  # shown as N1, N2, ...
+        if not asked:
+            return [Decision(i) for i in range(len(drafts))]
+        stored = list({m.id: m for i in asked for m in candidates[i]}.values())
+        number = {m.id: k for k, m in enumerate(stored)}
+        allowed = [{number[m.id] for m in candidates[i]} for i in asked]
+        prompt = prompts.RECONCILE.format(new="\n\n".join(
+            f"N{k + 1}: {drafts[i].text}\n  stored memories:\n"
+            + "\n".join(f"    [{number[m.id]}] {m.text}" for m in candidates[i])
+            for k, i in enumerate(asked)))
+        actions = with_fallback(
+            "reconciliation",
+            lambda: ask(self.llm, prompt, lambda a: parse_actions(a, len(asked), len(stored),
+                                                                  allowed)),
+            lambda: None)
+        if actions is None:
+            return self.fallback.reconcile(drafts, neighbours)
+        return _decisions(len(drafts), {asked[k]: a for k, a in actions.items()}, stored)
+
+
+_ACTION = re.compile(r"^\W*N?\s*(\d+)\s*\W*\s*(add|merge)\s*\((.*)$", re.I)
+_MERGE = re.compile(r"\s*\[?(\d+)\]?\s*,\s*(.*?)\s*\)\s*[.;]?\s*$", re.S)
+
+
+def parse_actions(answer: str, n_new: int, n_stored: int,
+                  allowed: list[set[int]] | None = None) -> dict[int, tuple[int, str] | None]:
+    """`{draft: None (Add) | (stored index, merged summary)}` from `N1: Add()` lines.
+
+    Indices out of range are rejected. A merge of new memory i into a stored memory
+    outside `allowed[i]` (not listed under it), or a Merge cut off before its closing
+    parenthesis, is ignored: that memory is added instead, so nothing is lost.
+    """
+    actions: dict[int, tuple[int, str] | None] = {}
+    for line in answer.splitlines():
+        found = _ACTION.match(line.strip().strip("`*"))
+        if not found:
+            continue
+        new = int(found.group(1))
+        if not 1 <= new <= n_new:
+            raise ParseError(f"N{new} is not a new memory; they are N1 to N{n_new}")
+        if found.group(2).lower() == "add":
+            actions[new - 1] = None
+            continue
+        merge = _MERGE.match(found.group(3))
+        if not merge:
+            continue
+        target, text = int(merge.group(1)), merge.group(2).strip().strip("\"'")
+        if not 0 <= target < n_stored:
+            raise ParseError(f"Merge({target}, ...) names no stored memory; use 0 to "
+                             f"{n_stored - 1}")
+        if allowed is not None and target not in allowed[new - 1]:
+            actions[new - 1] = None
+            continue
+        if text:
+            actions[new - 1] = (target, text)
+    if not actions:
+        raise ParseError("no action lines found; write one line per new memory such as "
+                         "'N1: Add()' or 'N1: Merge(0, merged summary)'")
+    return actions
+
+
+def _decisions(n: int, actions: dict[int, tuple[int, str] | None],
+               stored: list[Memory]) -> list[Decision]:
+    merged: dict[str, list[str]] = {}
+    for action in actions.values():
+        if action is not None:
+            texts = merged.setdefault(stored[action[0]].id, [])
+            if action[1] not in texts:
+                texts.append(action[1])
+    out = []
+    for i in range(n):
+        action = actions.get(i)
+        if action is None:
+            out.append(Decision(i))
+        else:
+            target = stored[action[0]].id
+            out.append(Decision(i, target, "\n".join(merged[target])))
+    return out
+
+
+def _same_people(memory: Memory, draft: Draft) -> bool:
+    return not memory.speakers or not draft.speakers or bool(set(memory.speakers)
+                                                             & set(draft.speakers))

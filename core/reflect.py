@@ -11,6 +11,7 @@ from .compress import Compressor
 from .embed import Embedder
 from .extract import Extractor
 from .index import UserIndex
+from .llm import start_usage
 from .reconcile import Reconciler
 from .segment import Segmenter
 from .session import Draft, SessionInput
@@ -35,17 +36,22 @@ class Reflector:
 
     def __init__(self, store: Store, embedder: Embedder, pipeline: Pipeline,
                  index_for: Callable[[str], UserIndex], *, turn_vectors: bool = True,
+                 memory_vector: str = "text",
                  neighbours: int = 3) -> None:
         self.store, self.embedder, self.pipeline = store, embedder, pipeline
         self.index_for = index_for
         self.turn_vectors = turn_vectors
+        self.memory_vector = memory_vector
         self.neighbours = neighbours
+        self.after_commit: Callable[[str, list[Memory]], list[Memory]] | None = None
+        """Runs on the committed memories (e.g. A-MEM notes); returns them updated."""
 
     def reflect(self, state: SessionState) -> list[Memory]:
         """Reflect the turns after `state.reflected`; [] when another worker did it first."""
         turns = self.store.turns(state.user_id, state.session_id, after_seq=state.reflected)
         if not turns:
             return []
+        usage = start_usage(state.session_id)  # the LLM stages count their calls into it
         session = SessionInput(state.user_id, state.session_id, turns, state.started_at,
                                self.embedder.embed([t.render() for t in turns]))
         segments = self.pipeline.segmenter.segment(session)
@@ -74,22 +80,36 @@ class Reflector:
                     source=state.session_id, speakers=list(draft.speakers),
                     session_ids=[state.session_id])
         self._finish_merges(state.user_id, list(merges.values()))
+        if any(usage.values()):
+            self.store.add_usage(state.user_id, state.session_id, usage)
         done = self.store.commit_reflection(state.user_id, state.session_id, state.reflected,
                                             state.reflected + len(turns), adds,
                                             list(merges.values()))
+        if done and self.after_commit is not None:
+            done = self.after_commit(state.user_id, done)
         return done or []
 
     def _vectors(self, session: SessionInput, drafts: list[Draft]) -> list[np.ndarray]:
-        """Per draft: its key's vector first, then (optionally) the vectors of its turns."""
-        key_vecs = self.embedder.embed([d.key for d in drafts])
+        """Per draft: the vector of its text first, then (optionally) those of its turns.
+
+        A draft that is its turns verbatim (LLM-free extraction) gets the normalised mean of
+        their vectors instead of a second, longer encoding: same ranking, half the cost.
+        """
         row = {t.id: i for i, t in enumerate(session.turns)}
+        turn_rows = [[row[r] for r in d.refs if r in row] for d in drafts]
+        verbatim = [self.memory_vector == "turns_mean" and bool(rows) and
+                    d.attrs.get("source") == "segment" for d, rows in zip(drafts, turn_rows)]
+        encoded = iter(self.embedder.embed([d.text for d, v in zip(drafts, verbatim) if not v]))
         out = []
-        for draft, key_vec in zip(drafts, key_vecs):
-            parts = [key_vec[None, :]]
-            if self.turn_vectors:
-                rows = [row[r] for r in draft.refs if r in row]
-                if rows:
-                    parts.append(session.vectors[rows])
+        for rows, is_verbatim in zip(turn_rows, verbatim):
+            if is_verbatim:
+                mean = session.vectors[rows].mean(axis=0)
+                head = mean / (np.linalg.norm(mean) or 1.0)
+            else:
+                head = next(encoded)
+            parts = [head[None, :].astype(np.float32)]
+            if self.turn_vectors and rows:
+                parts.append(session.vectors[rows])
             out.append(np.vstack(parts))
         return out
 
@@ -106,11 +126,11 @@ class Reflector:
                 for f in found]
 
     def _finish_merges(self, user_id: str, merges: list[MergeInto]) -> None:
-        """A merged memory gets a fresh key and key vector from its merged text."""
+        """A merged memory gets a fresh key and text vector from its merged text."""
         if not merges:
             return
         keys = self.pipeline.compressor.compress([m.text for m in merges])
-        key_vecs = self.embedder.embed(keys)
+        key_vecs = self.embedder.embed([m.text for m in merges])
         old = self.store.memory_vectors(user_id, [m.target_id for m in merges])
         for merge, key, key_vec in zip(merges, keys, key_vecs):
             merge.key = key or merge.text

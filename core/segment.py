@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import re
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from . import prompts
+from .parse import ParseError, as_index, ask, load_json, with_fallback
 from .session import SessionInput
+from .types import Turn
 
 
 @runtime_checkable
@@ -98,3 +102,94 @@ def _split_long(start: int, end: int, max_turns: int, depth: np.ndarray) -> list
     inner = depth[lo - 1: hi]
     cut = lo + int(np.argmax(inner))
     return _split_long(start, cut, max_turns, depth) + _split_long(cut, end, max_turns, depth)
+
+
+# LLM segmentation (SeCom) --------------------------------------------------------------------
+class LLMSegmenter:
+    """Zero-shot segmentation: one LLM call returns the session's segments as turn ranges.
+
+    Falls back to `fallback` (TextTiling by default) when the LLM fails twice.
+    """
+
+    def __init__(self, llm: Any, fallback: Segmenter | None = None) -> None:
+        self.llm = llm
+        self.fallback = fallback or EmbeddingSegmenter()
+
+    def segment(self, session: SessionInput) -> list[list[int]]:
+        n = len(session.turns)
+        if n <= 2:
+            return [list(range(n))]
+        prompt = prompts.SEGMENT.format(last=n - 1, mid=n // 2 - 1, after=n // 2,
+                                        turns=prompts.numbered_turns(session.turns))
+        return with_fallback("segmentation",
+                             lambda: ask(self.llm, prompt, lambda a: parse_segments(a, n)),
+                             lambda: self.fallback.segment(session))
+
+
+class IncrementalLLMSegmenter:
+    """SeCom's incremental form: per new turn, "does it continue the current segment?".
+
+    `continues` is the streaming call (one LLM call per turn, made as turns arrive);
+    `segment` replays it over a whole session, so it costs one call per turn after the first.
+    """
+
+    def __init__(self, llm: Any, fallback: Segmenter | None = None, *,
+                 max_turns: int = 12) -> None:
+        self.llm, self.max_turns = llm, max_turns
+        self.fallback = fallback or EmbeddingSegmenter()
+
+    def continues(self, segment: list[Turn], turn: Turn) -> bool:
+        """True when `turn` stays on the topic of `segment` (raises LLMError on failure)."""
+        prompt = prompts.CONTINUES.format(segment="\n".join(t.render() for t in segment),
+                                          turn=turn.render())
+        return ask(self.llm, prompt, parse_yes_no)
+
+    def segment(self, session: SessionInput) -> list[list[int]]:
+        def run() -> list[list[int]]:
+            segments = [[0]]
+            for i in range(1, len(session.turns)):
+                current = segments[-1]
+                if len(current) < self.max_turns and self.continues(
+                        [session.turns[p] for p in current], session.turns[i]):
+                    current.append(i)
+                else:
+                    segments.append([i])
+            return segments
+
+        return with_fallback("segmentation", run,
+                             lambda: self.fallback.segment(session))
+
+
+def parse_segments(answer: str, n: int) -> list[list[int]]:
+    """Segments from a JSON list of `{"start", "end"}` (or `[start, end]`) over n turns.
+
+    Any index outside 0..n-1 is rejected; gaps and overlaps are resolved by cutting at
+    every stated boundary, so the result always covers each turn exactly once.
+    """
+    value, _ = load_json(answer)
+    if isinstance(value, dict):
+        value = value.get("segments", [value])
+    if not isinstance(value, list) or not value:
+        raise ParseError("expected a non-empty JSON list of {\"start\": i, \"end\": j} objects")
+    cuts: set[int] = set()
+    for item in value:
+        if isinstance(item, dict):
+            start, end = as_index(item.get("start")), as_index(item.get("end"))
+        elif isinstance(item, list) and len(item) == 2:
+            start, end = as_index(item[0]), as_index(item[1])
+        else:
+            raise ParseError(f"each segment must be {{\"start\": i, \"end\": j}}, got {item!r:.80}")
+        if start is None or end is None:
+            raise ParseError(f"segment {item!r:.80} lacks integer start and end")
+        if not (0 <= start <= end < n):
+            raise ParseError(f"segment {start}-{end} is outside turns 0-{n - 1}")
+        cuts.update({start, end + 1})
+    edges = sorted(cuts | {0, n})
+    return [list(range(a, b)) for a, b in zip(edges, edges[1:])]
+
+
+def parse_yes_no(answer: str) -> bool:
+    word = re.match(r"\W*(\w+)", answer.lower())
+    if word and word.group(1) in ("yes", "no"):
+        return word.group(1) == "yes"
+    raise ParseError("answer with the single word yes or no")

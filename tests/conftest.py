@@ -10,6 +10,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from backends import fresh_target, parametrize_backends  # noqa: E402
+
 from rmm_core import ReflectiveMemory  # noqa: E402
 from rmm_core.embed import default_embedder  # noqa: E402
 
@@ -24,9 +26,14 @@ def embedder():
 
 
 @pytest.fixture
-def store_target(tmp_path) -> str:
-    """A fresh SQLite file per test (backend suites parametrize this fixture)."""
-    return str(tmp_path / "memory.sqlite")
+def store_target(request, tmp_path):
+    """A fresh store per test: SQLite, or each backend in a module marked
+    `pytestmark = pytest.mark.backends` (see backends.py)."""
+    yield from fresh_target(getattr(request, "param", "sqlite"), tmp_path)
+
+
+def pytest_generate_tests(metafunc):
+    parametrize_backends(metafunc)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,6 +14,10 @@ import numpy as np
 from ..types import Memory, Turn
 
 SCHEMA_VERSION = 1
+
+
+def _user_state_name(user_id: str, name: str) -> str:
+    return f"user:{hashlib.sha256(user_id.encode()).hexdigest()}:{name}"
 
 
 @dataclass(slots=True)
@@ -51,6 +56,19 @@ class MergeInto:
 
 
 @dataclass(slots=True)
+class AttrsUpdate:
+    """New attrs for a stored memory (A-MEM notes and links); optionally a new retrieval key
+    and key vector (row 0 of its vectors). With `reason`, a version row records the change."""
+
+    memory_id: str
+    attrs: dict[str, Any]
+    reason: str | None = None
+    source: str | None = None
+    key: str | None = None
+    key_vector: np.ndarray | None = None
+
+
+@dataclass(slots=True)
 class IndexData:
     """What a user's search index is built from: one row per vector, `owner` maps to ids."""
 
@@ -59,6 +77,8 @@ class IndexData:
     keys: list[str]
     vectors: np.ndarray
     owner: np.ndarray
+    sessions: list[str] = field(default_factory=list)
+    """The (first) session of each memory, in `ids` order: neighbours share one."""
 
 
 class Store(ABC):
@@ -129,6 +149,15 @@ class Store(ABC):
     @abstractmethod
     def users(self) -> list[str]: ...
 
+    def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
+        """Apply attrs updates to the user's memories in one transaction; return them.
+
+        Raises `InvalidInputError` (and writes nothing) when an id is not this user's memory.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement update_memory_attrs, which A-MEM notes "
+            "(config notes=True) need")
+
     # learned weights and feedback ------------------------------------------------------
     @abstractmethod
     def load_state(self, name: str) -> tuple[int, bytes | None]:
@@ -137,6 +166,25 @@ class Store(ABC):
     @abstractmethod
     def save_state(self, name: str, expected_version: int, blob: bytes) -> bool:
         """Compare-and-set: store `blob` only if the version is still `expected_version`."""
+
+    # a user's own named blobs (MemGPT working context); stored as named state by default,
+    # under a hash of the user id, so every backend has them without new tables
+    def load_user_state(self, user_id: str, name: str) -> tuple[int, bytes | None]:
+        """A user's named blob with its version; (version, None) when absent or cleared."""
+        version, blob = self.load_state(_user_state_name(user_id, name))
+        return version, blob or None
+
+    def save_user_state(self, user_id: str, name: str, expected_version: int,
+                        blob: bytes) -> bool:
+        """Compare-and-set of a user's named blob, as `save_state`."""
+        return self.save_state(_user_state_name(user_id, name), expected_version, blob)
+
+    def clear_user_state(self, user_id: str, name: str) -> None:
+        """Erase a user's named blob (part of forgetting the user)."""
+        while True:
+            version, blob = self.load_user_state(user_id, name)
+            if blob is None or self.save_user_state(user_id, name, version, b""):
+                return
 
     @abstractmethod
     def claim_feedback(self, result_id: str, user_id: str) -> bool:

@@ -1,0 +1,193 @@
+"""`rmm bench rerank`: train the REINFORCE reranker on LoCoMo with oracle citations.
+
+Oracle attribution stands in for an LLM: a hit is cited when its refs hold a gold evidence
+turn. One run ingests the train and test conversations, measures R_any@5 and Rtok@1000 on
+the test ones with exploration off, makes one pass of `search(explore=True)` + `feedback`
+over the train questions, measures again, and prints the cited share per 50 steps (plus a
+PNG of that curve) and the cost of a feedback step and of reranking 20 candidates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..embed import default_embedder
+from ..errors import MissingDependencyError
+from ..memory import ReflectiveMemory
+from ..rerank import Weights
+from .locomo import Conversation, load_locomo
+from .metrics import r_any, r_tok
+
+RTOK_DEPTH = 100
+"""Hits ranked for Rtok@1000: enough to fill the budget."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", required=True, help="path of locomo10_dev.json")
+    parser.add_argument("--train", default="conv-26,conv-30,conv-41", help="sample ids")
+    parser.add_argument("--test", default="conv-42,conv-43", help="held-out sample ids")
+    parser.add_argument("--plot", default="rerank_curve.png", help="learning-curve PNG ('' off)")
+    parser.add_argument("--window", type=int, default=50, help="steps per point of the curve")
+    parser.add_argument("--seed", type=int, default=0, help="torch seed of exploration")
+    parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="MemoryConfig override, e.g. reranker_mix=5 (repeatable)")
+
+
+def add_rerank_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register `rerank` on an `rmm bench` subparsers object."""
+    parser = subparsers.add_parser("rerank", help=__doc__.splitlines()[0])
+    parser.set_defaults(_module=__name__)
+    add_arguments(parser)
+    return parser
+
+
+class CachedEmbedder:
+    """Embeds every question once, in one batch, instead of once per search."""
+
+    def __init__(self, base) -> None:
+        self.base, self.dim, self._memo = base, base.dim, {}
+
+    def embed(self, texts):
+        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        if missing:
+            self._memo.update(zip(missing, self.base.embed(missing)))
+        return np.stack([self._memo[t] for t in texts]) if texts else self.base.embed([])
+
+
+def run(args: argparse.Namespace) -> int:
+    from .retrieval import _parse_setting
+
+    torch.manual_seed(args.seed)
+    train_ids, test_ids = args.train.split(","), args.test.split(",")
+    convs = {c.sample_id: c for c in load_locomo(args.data)}
+    unknown = sorted(set(train_ids + test_ids) - set(convs))
+    if unknown:
+        raise SystemExit(f"unknown conversations {unknown}; the file has {sorted(convs)}")
+    embedder = CachedEmbedder(default_embedder())
+    embedder.embed([q.question for c in convs.values() for q in c.questions])
+    settings = dict(_parse_setting(s) for s in args.set)
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = ReflectiveMemory.open(str(Path(tmp) / "rerank.sqlite"), embedder=embedder,
+                                    progress=False, **settings)
+        for sample_id in train_ids + test_ids:
+            conv = convs[sample_id]
+            mem.add_sessions([{"turns": s.turns, "session_id": s.session_id,
+                               "started_at": s.started_at} for s in conv.sessions],
+                             user_id=sample_id)
+        before = evaluate(mem, [convs[i] for i in test_ids])
+        shares, feedback_ms = train(mem, [convs[i] for i in train_ids])
+        after = evaluate(mem, [convs[i] for i in test_ids])
+        rerank_ms = time_rerank(mem, convs[test_ids[0]])
+        steps = mem._reranker.weights.current("reranker/global", embedder.dim).steps
+        mem.close()
+    curve = [float(np.mean(shares[i:i + args.window])) for i in
+             range(0, len(shares), args.window)]
+    figures = {"before": before, "after": after, "train_steps": len(shares),
+               "stored_steps": steps, "cited_share_per_window": curve,
+               "feedback_ms_median": float(np.median(feedback_ms)),
+               "feedback_ms_p95": float(np.percentile(feedback_ms, 95)),
+               "rerank20_ms_median": float(np.median(rerank_ms)),
+               "rerank20_ms_p95": float(np.percentile(rerank_ms, 95)),
+               "settings": settings}
+    print(report(figures, test_ids, args.window))
+    if args.plot:
+        plot_curve(curve, args.window, args.plot)
+        print(f"learning curve: {args.plot}")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+run_rerank_bench = run
+
+
+def evaluate(mem: ReflectiveMemory, convs: list[Conversation]) -> dict[str, float]:
+    """R_any@5 and Rtok@1000 (percent) through `search` with exploration off."""
+    hits5, tok = [], []
+    for conv in convs:
+        for q in conv.questions:
+            top = mem.search(q.question, user_id=conv.sample_id, k=5)
+            hits5.append(r_any([(h.text, h.refs) for h in top], q.evidence, 5))
+            deep = mem.search(q.question, user_id=conv.sample_id, k=RTOK_DEPTH)
+            tok.append(r_tok([(h.text, h.refs) for h in deep], q.evidence, 1000))
+    return {"R_any@5": 100 * float(np.mean(hits5)), "Rtok@1000": 100 * float(np.mean(tok)),
+            "questions": len(hits5)}
+
+
+def train(mem: ReflectiveMemory, convs: list[Conversation]) -> tuple[list[float], list[float]]:
+    """One pass of explore-search + oracle feedback; cited share and ms of each step."""
+    shares, ms = [], []
+    for conv in convs:
+        for q in conv.questions:
+            result = mem.search(q.question, user_id=conv.sample_id, k=5, explore=True)
+            cited = [h.memory.id for h in result if set(h.refs) & q.evidence]
+            shares.append(len(cited) / max(len(result), 1))
+            start = time.perf_counter()
+            mem.feedback(result, cited)
+            ms.append(1000 * (time.perf_counter() - start))
+    return shares, ms
+
+
+def time_rerank(mem: ReflectiveMemory, conv: Conversation, repeats: int = 200) -> list[float]:
+    """ms to rerank 20 candidates (vectors already fetched: the reranker's own cost)."""
+    query = conv.questions[0].question
+    result = mem.search(query, user_id=conv.sample_id, k=5)
+    candidates = result.candidates[:20]
+    vectors = mem.store.memory_vectors(conv.sample_id, [h.memory.id for h in candidates])
+    rows = [vectors[h.memory.id] for h in candidates]
+    fused = [h.score for h in candidates]
+    weights = mem._reranker.weights.current("reranker/global", mem.embedder.dim)
+    weights = Weights(weights.w_q.clone(), weights.w_m.clone(), weights.steps)
+    out = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        mem._reranker.reranker.rank(weights, result.state["query_vec"], rows, fused, 5,
+                                    explore=True)
+        out.append(1000 * (time.perf_counter() - start))
+    return out
+
+
+def report(figures: dict, test_ids: list[str], window: int) -> str:
+    b, a = figures["before"], figures["after"]
+    lines = [
+        f"held-out {','.join(test_ids)} ({b['questions']} questions), exploration off:",
+        f"  R_any@5    before {b['R_any@5']:5.1f}  after {a['R_any@5']:5.1f}  "
+        f"({a['R_any@5'] - b['R_any@5']:+.1f})",
+        f"  Rtok@1000  before {b['Rtok@1000']:5.1f}  after {a['Rtok@1000']:5.1f}  "
+        f"({a['Rtok@1000'] - b['Rtok@1000']:+.1f})",
+        f"training: {figures['train_steps']} feedback steps (stored steps "
+        f"{figures['stored_steps']}); cited share per {window} steps:",
+        "  " + " ".join(f"{s:.2f}" for s in figures["cited_share_per_window"]),
+        f"feedback step: median {figures['feedback_ms_median']:.2f} ms, "
+        f"p95 {figures['feedback_ms_p95']:.2f} ms (gradient + compare-and-set save)",
+        f"rerank 20 candidates: median {figures['rerank20_ms_median']:.3f} ms, "
+        f"p95 {figures['rerank20_ms_p95']:.3f} ms",
+    ]
+    return "\n".join(lines)
+
+
+def plot_curve(curve: list[float], window: int, path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise MissingDependencyError("matplotlib", "bench") from exc
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot([window * (i + 1) for i in range(len(curve))], curve, marker="o")
+    ax.set_xlabel("feedback steps")
+    ax.set_ylabel(f"share of kept memories cited (per {window} steps)")
+    ax.set_title("REINFORCE reranker, oracle citations")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

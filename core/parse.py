@@ -1,0 +1,95 @@
+"""Reading LLM answers: lenient JSON, one repair round, then the LLM-free stage.
+
+LLMs wrap JSON in code fences, add prose, stop mid-object or break the syntax. `load_json`
+takes the first JSON value it can recover (repairing with `json_repair`); each stage then
+validates it and raises `ParseError` with a message that is sent back in a repair prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import json_repair
+
+from . import prompts
+from .errors import LLMError, LLMFallbackWarning
+from .llm import current_session, record_usage
+
+log = logging.getLogger("rmm_core.llm")
+T = TypeVar("T")
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)(?:```|$)", re.S)
+
+
+class ParseError(ValueError):
+    """An LLM answer is unusable; the message says why, in words the LLM can act on."""
+
+
+def load_json(answer: str) -> tuple[Any, bool]:
+    """The first JSON value in `answer` and whether it had to be repaired (e.g. truncated)."""
+    text = answer.strip()
+    fenced = _FENCE.search(text)
+    if fenced and fenced.group(1).strip():
+        text = fenced.group(1).strip()
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        raise ParseError("the answer holds no JSON" if text else "the answer was empty")
+    text = text[min(starts):]
+    try:
+        return json.JSONDecoder().raw_decode(text)[0], False
+    except json.JSONDecodeError as exc:
+        repaired = json_repair.loads(text)
+        if repaired in ("", None) or (isinstance(repaired, (list, dict)) and not repaired):
+            raise ParseError(f"the JSON is invalid ({exc.msg})") from exc
+        return repaired, True
+
+
+def as_index(value: Any) -> int | None:
+    """An integer index from 3, 3.0, "3" or "[3]"; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        found = re.fullmatch(r"\s*\[?\s*(\d+)\s*\]?\s*", value)
+        return int(found.group(1)) if found else None
+    return None
+
+
+def ask(llm: Any, prompt: str, parse: Callable[[str], T]) -> T:
+    """Ask, parse, and on a `ParseError` ask once more with the problem named.
+
+    Raises `LLMError` when the LLM fails or the second answer is unusable too.
+    """
+    answer = llm.complete(prompt)
+    try:
+        return parse(answer)
+    except ParseError as first:
+        problem = str(first)
+    repair = prompts.REPAIR.format(problem=problem, prompt=prompt, answer=answer[:4000])
+    second = llm.complete(repair)
+    try:
+        return parse(second)
+    except ParseError as exc:
+        raise LLMError(f"unusable answer after one repair: {exc}") from exc
+
+
+def with_fallback(stage: str, run: Callable[[], T], fallback: Callable[[], T]) -> T:
+    """`run()`; if the LLM fails, warn and return `fallback()` (the LLM-free stage)."""
+    try:
+        return run()
+    except LLMError as exc:
+        if isinstance(exc.__cause__, ParseError):
+            record_usage(failures=1)
+        message = (f"LLM {stage} failed for session {current_session()!r} ({exc}); "
+                   f"used the LLM-free {stage} for it")
+        log.warning(message)
+        warnings.warn(message, LLMFallbackWarning, stacklevel=3)
+        return fallback()

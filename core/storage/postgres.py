@@ -1,0 +1,283 @@
+"""The server store: PostgreSQL with pgvector, shared by many application processes.
+
+Tables live in their own schema (`rmm` unless the URL says `?rmm_schema=name`), created and
+migrated by the library under an advisory lock. Writes of one user are serialised by an
+advisory transaction lock, so several servers can append, reflect and forget at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from ..errors import MissingDependencyError, StorageError
+from .base import SCHEMA_VERSION
+from .sql import APP_ID, SQLStore
+
+MIGRATIONS: dict[int, str] = {
+    1: """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE sessions (
+    rowid BIGINT GENERATED ALWAYS AS IDENTITY,
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, status TEXT NOT NULL,
+    started_at TEXT, last_activity DOUBLE PRECISION NOT NULL, n_turns INTEGER NOT NULL,
+    reflected INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (user_id, session_id));
+CREATE INDEX sessions_pending ON sessions (rowid) WHERE reflected < n_turns;
+CREATE TABLE turns (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, seq INTEGER NOT NULL,
+    turn_id TEXT NOT NULL, speaker TEXT NOT NULL, text TEXT NOT NULL, ts TEXT,
+    PRIMARY KEY (user_id, turn_id));
+CREATE INDEX turns_by_session ON turns (user_id, session_id, seq);
+CREATE TABLE memories (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, text TEXT NOT NULL, key TEXT NOT NULL,
+    refs TEXT NOT NULL, speakers TEXT NOT NULL, session_ids TEXT NOT NULL,
+    occurred_at TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    attrs TEXT NOT NULL, seq INTEGER NOT NULL);
+CREATE INDEX memories_by_user ON memories (user_id, seq);
+CREATE TABLE memory_vectors (
+    memory_id TEXT NOT NULL, user_id TEXT NOT NULL, idx INTEGER NOT NULL, vec vector NOT NULL,
+    PRIMARY KEY (memory_id, idx));
+CREATE INDEX vectors_by_user ON memory_vectors (user_id);
+CREATE TABLE memory_versions (
+    memory_id TEXT NOT NULL, user_id TEXT NOT NULL, version INTEGER NOT NULL,
+    text TEXT NOT NULL, refs TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL,
+    source TEXT, PRIMARY KEY (memory_id, version));
+CREATE INDEX versions_by_user ON memory_versions (user_id);
+CREATE TABLE user_state (user_id TEXT PRIMARY KEY, generation BIGINT NOT NULL);
+CREATE TABLE named_state (name TEXT PRIMARY KEY, version INTEGER NOT NULL, blob BYTEA NOT NULL);
+CREATE TABLE feedback_log (
+    result_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, at DOUBLE PRECISION NOT NULL);
+CREATE INDEX feedback_by_user ON feedback_log (user_id);
+CREATE TABLE llm_usage (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, calls BIGINT NOT NULL,
+    prompt_tokens BIGINT NOT NULL, completion_tokens BIGINT NOT NULL,
+    failures BIGINT NOT NULL, PRIMARY KEY (user_id, session_id));
+""",
+}
+"""Schema version → DDL that brings the previous version to it; applied in order on open."""
+
+assert max(MIGRATIONS) == SCHEMA_VERSION
+
+# PostgreSQL text cannot hold NUL: NUL and the escape character itself are escaped
+_ESC = "\ue000"
+_ESCAPES = {_ESC: _ESC + "1", "\x00": _ESC + "0"}
+_UNESCAPE = re.compile(_ESC + "(.)", re.S)
+_UNESCAPES = {"1": _ESC, "0": "\x00"}
+
+
+def _lock_key(name: str) -> int:
+    """A stable signed 64-bit advisory-lock key for a name."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big",
+                          signed=True)
+
+
+def _split_url(url: str) -> tuple[str, str]:
+    """Strip our own `rmm_schema` parameter (libpq would reject it); normalise the scheme."""
+    parts = urlsplit(url.replace("postgresql+psycopg://", "postgresql://", 1))
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "rmm_schema"), "rmm")
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
+        raise StorageError(f"rmm_schema must be a lower-case SQL identifier, got {schema!r}")
+    kept = urlencode([(k, v) for k, v in query if k != "rmm_schema"])
+    return urlunsplit(parts._replace(query=kept)), schema
+
+
+class _Tx:
+    """`Tx` over a psycopg cursor: `?` placeholders become `%s`."""
+
+    def __init__(self, cursor: Any) -> None:
+        self.cur = cursor
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("%", "%%").replace("?", "%s")
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
+        return self.cur.execute(self._sql(sql), params).fetchone()
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self.cur.execute(self._sql(sql), params).fetchall()
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.cur.execute(self._sql(sql), params).rowcount
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.cur.executemany(self._sql(sql), rows)
+
+
+class PostgresStore(SQLStore):
+    """One psycopg connection per store, guarded by a lock; reconnects after a broken link."""
+
+    def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
+        try:
+            import pgvector.psycopg  # noqa: F401
+            import psycopg  # noqa: F401
+        except ImportError as exc:
+            raise MissingDependencyError(exc.name or "psycopg", "postgres") from exc
+        self.url = url
+        self._dsn, self.schema = _split_url(url)
+        self._timeout = connect_timeout
+        self._lock = threading.RLock()
+        self._conn: Any = None
+        self._vector_oid = 0
+        with self._lock, self._errors():
+            self._connect(create=True)
+
+    # connection ---------------------------------------------------------------------------
+    def _connect(self, *, create: bool = False) -> None:
+        import psycopg
+
+        try:
+            conn = psycopg.connect(self._dsn, autocommit=True,
+                                   connect_timeout=max(1, int(self._timeout)))
+        except psycopg.OperationalError as exc:
+            raise StorageError(f"cannot reach PostgreSQL at {_redact(self.url)}: "
+                               f"{str(exc).strip()}") from exc
+        self._conn = conn
+        if create:
+            self._migrate()
+        conn.execute(f"SET search_path TO {self.schema}, public")
+        self._register_vector()
+
+    def _register_vector(self) -> None:
+        from pgvector.psycopg import register_vector
+        from psycopg.adapt import Loader
+        from psycopg.pq import Format
+
+        register_vector(self._conn)
+        oid = self._conn.execute("SELECT 'vector'::regtype::oid").fetchone()[0]
+
+        class RawVector(Loader):  # the wire format as is; `_vec_stack` decodes it in bulk
+            format = Format.BINARY
+
+            def load(self, data: Any) -> bytes:
+                return bytes(data)
+
+        self._conn.adapters.register_loader(oid, RawVector)
+        self._vector_oid = oid
+
+    def _migrate(self) -> None:
+        """Create or upgrade the schema, one process at a time (advisory lock)."""
+        conn = self._conn
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("rmm-schema"),))
+            try:
+                with conn.transaction():
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except Exception as exc:
+                raise StorageError(
+                    "the pgvector extension is not available on this PostgreSQL server "
+                    f"(CREATE EXTENSION vector failed: {str(exc).strip()})") from exc
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+            conn.execute(f"SET LOCAL search_path TO {self.schema}, public")
+            tables = {r[0] for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                (self.schema,))}
+            if tables and "meta" not in tables:
+                raise StorageError(f"schema {self.schema!r} holds another application's tables; "
+                                   "choose another with ?rmm_schema=name")
+            version = 0
+            if "meta" in tables:
+                meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                if meta.get("app") != APP_ID:
+                    raise StorageError(f"schema {self.schema!r} belongs to another application "
+                                       f"({meta.get('app')})")
+                version = int(meta.get("schema_version", 0))
+            if version > SCHEMA_VERSION:
+                raise StorageError(f"schema {self.schema!r} has version {version}; this "
+                                   f"rmm_core knows up to {SCHEMA_VERSION}: upgrade the package")
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                conn.execute(MIGRATIONS[step])
+            if version == 0:
+                conn.execute("INSERT INTO meta VALUES ('app', %s)", (APP_ID,))
+            conn.execute("INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT (key) "
+                         "DO UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Driver failures surface as `StorageError`; a broken link is reopened next time."""
+        import psycopg
+
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise StorageError(f"PostgreSQL at {_redact(self.url)}: {str(exc).strip()}") from exc
+
+    def _live(self) -> Any:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._connect()
+        return self._conn
+
+    # backend interface ----------------------------------------------------------------------
+    @contextmanager
+    def _tx(self, lock: str) -> Iterator[_Tx]:
+        with self._lock, self._errors():
+            conn = self._live()
+            with conn.transaction(), conn.cursor(binary=True) as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(lock),))
+                yield _Tx(cur)
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[_Tx]:
+        with self._lock, self._errors():
+            conn = self._live()
+            with conn.transaction(), conn.cursor(binary=True) as cur:
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield _Tx(cur)
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._lock, self._errors():
+            with self._live().cursor(binary=True) as cur:
+                return _Tx(cur).all(sql, params)
+
+    def _vec_param(self, vector: np.ndarray) -> np.ndarray:
+        return vector
+
+    def _vec_stack(self, values: list[bytes]) -> np.ndarray:
+        # binary vector: uint16 dim, uint16 unused, then big-endian float32s
+        dim = int.from_bytes(values[0][:2], "big")
+        raw = b"".join(v[4:] for v in values)
+        return np.frombuffer(raw, dtype=">f4").astype(np.float32).reshape(len(values), dim)
+
+    def _enc(self, text: str) -> str:
+        if "\x00" in text or _ESC in text:
+            return text.replace(_ESC, _ESCAPES[_ESC]).replace("\x00", _ESCAPES["\x00"])
+        return text
+
+    def _dec(self, text: str) -> str:
+        if _ESC in text:
+            return _UNESCAPE.sub(lambda m: _UNESCAPES[m.group(1)], text)
+        return text
+
+    # in-database vector search ----------------------------------------------------------------
+    def vector_search(self, user_id: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Top-`k` memories by cosine of their best vector, computed by pgvector in SQL.
+
+        An exact scan of the user's vectors (the user filter makes an approximate index
+        unreliable); `ReflectiveMemory.search` uses the in-process snapshot instead.
+        """
+        q = np.asarray(query, dtype=np.float32)
+        return [(mid, float(sim)) for mid, sim in self._read(
+            "SELECT memory_id, MAX(-(vec <#> ?)) AS sim FROM memory_vectors WHERE user_id = ? "
+            "GROUP BY memory_id ORDER BY sim DESC LIMIT ?", (q, user_id, int(k)))]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+
+
+def _redact(url: str) -> str:
+    """The URL without its password, for error messages."""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url

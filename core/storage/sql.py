@@ -1,0 +1,398 @@
+"""The store logic both SQL backends share; each backend supplies connection, locks and types.
+
+Statements use `?` placeholders and SQL that SQLite and PostgreSQL both accept; a backend
+only says how to run them (`_tx`, `_read`, `_snapshot`) and how vectors and text travel.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+import uuid
+from abc import abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..errors import InvalidInputError, StorageError
+from ..types import Memory, MemoryVersion, Turn, utcnow
+from .base import AttrsUpdate, IndexData, MergeInto, NewMemory, SessionState, Store
+
+APP_ID = "rmm_core"
+
+USER_TABLES = ("turns", "sessions", "memories", "memory_vectors", "memory_versions",
+               "user_state", "feedback_log", "llm_usage")
+"""Every table holding a user's data; `forget` empties each of them for that user."""
+
+_SESSION_COLS = "user_id, session_id, status, started_at, last_activity, n_turns, reflected"
+_MEMORY_COLS = ("id, user_id, text, key, refs, speakers, session_ids, occurred_at, "
+                "created_at, updated_at, attrs")
+
+
+class Tx(Protocol):
+    """One open transaction: run a statement, fetch rows, count changed rows."""
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple | None: ...
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def from_iso(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def new_memory_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _union(a: Sequence[str], b: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys([*a, *b]))
+
+
+def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class SQLStore(Store):
+    """Every `Store` method written once over a small backend interface.
+
+    Writes run in `_tx(lock)`: the backend serialises transactions that share a lock key
+    (SQLite: one writer at a time; PostgreSQL: an advisory lock per user or state name),
+    which is what makes read-then-write steps such as sequence numbers safe.
+    """
+
+    # backend interface ------------------------------------------------------------------
+    @abstractmethod
+    def _tx(self, lock: str) -> AbstractContextManager[Tx]:
+        """A write transaction serialised with every other one holding the same `lock`."""
+
+    @abstractmethod
+    def _snapshot(self) -> AbstractContextManager[Tx]:
+        """A read-only transaction that sees one consistent state."""
+
+    @abstractmethod
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+
+    @abstractmethod
+    def _vec_param(self, vector: np.ndarray) -> Any:
+        """One vector as the backend stores it."""
+
+    @abstractmethod
+    def _vec_stack(self, values: list[Any]) -> np.ndarray:
+        """Stored vectors (as read back) into one float32 matrix."""
+
+    def _enc(self, text: str) -> str:
+        """Text as stored (PostgreSQL cannot hold NUL); identity where the database can."""
+        return text
+
+    def _dec(self, text: str) -> str:
+        return text
+
+    # turn log ---------------------------------------------------------------------------
+    def append_turns(self, user_id: str, session_id: str, turns: Sequence[Turn],
+                     started_at: datetime | None, now: float) -> list[Turn]:
+        with self._tx(f"user:{user_id}") as db:
+            row = db.one("SELECT n_turns FROM sessions WHERE user_id = ? AND session_id = ?",
+                         (user_id, session_id))
+            n = row[0] if row else 0
+            stored = [Turn(t.speaker, t.text, t.id or f"{session_id}:{n + i}", t.timestamp,
+                           session_id) for i, t in enumerate(turns, start=1)]
+            ids = [t.id for t in stored]
+            if len(set(ids)) != len(ids):
+                raise InvalidInputError("duplicate turn ids within one append")
+            for chunk in _chunks(ids):
+                clash = db.one(f"SELECT turn_id FROM turns WHERE user_id = ? AND turn_id IN "
+                               f"({_marks(len(chunk))}) LIMIT 1", (user_id, *chunk))
+                if clash:
+                    raise InvalidInputError(f"turn id {clash[0]!r} already exists for this user")
+            db.many("INSERT INTO turns (user_id, session_id, seq, turn_id, speaker, text, ts) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(user_id, session_id, n + i, t.id, self._enc(t.speaker), self._enc(t.text),
+                      iso(t.timestamp)) for i, t in enumerate(stored, start=1)])
+            if row:
+                db.run("UPDATE sessions SET n_turns = ?, last_activity = ?, status = "
+                       "CASE WHEN status = 'done' THEN 'open' ELSE status END "
+                       "WHERE user_id = ? AND session_id = ?",
+                       (n + len(stored), now, user_id, session_id))
+            else:
+                db.run(f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?, ?, 'open', ?, ?, ?, 0)",
+                       (user_id, session_id, iso(started_at), now, len(stored)))
+        return stored
+
+    def turns(self, user_id: str, session_id: str | None = None, *,
+              after_seq: int = 0) -> list[Turn]:
+        if session_id is None:
+            rows = self._read("SELECT t.speaker, t.text, t.turn_id, t.ts, t.session_id "
+                              "FROM turns t JOIN sessions s ON s.user_id = t.user_id AND "
+                              "s.session_id = t.session_id WHERE t.user_id = ? "
+                              "ORDER BY s.rowid, t.seq", (user_id,))
+        else:
+            rows = self._read("SELECT speaker, text, turn_id, ts, session_id FROM turns "
+                              "WHERE user_id = ? AND session_id = ? AND seq > ? ORDER BY seq",
+                              (user_id, session_id, after_seq))
+        return [Turn(self._dec(r[0]), self._dec(r[1]), r[2], from_iso(r[3]), r[4]) for r in rows]
+
+    # sessions -----------------------------------------------------------------------------
+    @staticmethod
+    def _session_row(row: tuple) -> SessionState:
+        return SessionState(row[0], row[1], row[2], from_iso(row[3]), row[4], row[5], row[6])
+
+    def session(self, user_id: str, session_id: str) -> SessionState | None:
+        rows = self._read(f"SELECT {_SESSION_COLS} FROM sessions WHERE user_id = ? AND "
+                          "session_id = ?", (user_id, session_id))
+        return self._session_row(rows[0]) if rows else None
+
+    def mark_ended(self, user_id: str, session_id: str) -> bool:
+        with self._tx(f"user:{user_id}") as db:
+            return db.run("UPDATE sessions SET status = CASE WHEN reflected >= n_turns "
+                          "THEN 'done' ELSE 'ended' END WHERE user_id = ? AND session_id = ?",
+                          (user_id, session_id)) > 0
+
+    def pending_sessions(self, idle_before: float | None,
+                         user_id: str | None = None) -> list[SessionState]:
+        sql = (f"SELECT {_SESSION_COLS} FROM sessions WHERE reflected < n_turns AND "
+               "(status = 'ended'" + (" OR last_activity < ?)" if idle_before is not None
+                                      else ")"))
+        params: list[Any] = [idle_before] if idle_before is not None else []
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            params.append(user_id)
+        return [self._session_row(r) for r in self._read(sql + " ORDER BY rowid", params)]
+
+    # memories -------------------------------------------------------------------------------
+    def commit_reflection(self, user_id: str, session_id: str, expected_reflected: int,
+                          reflected: int, adds: Sequence[NewMemory],
+                          merges: Sequence[MergeInto]) -> list[Memory] | None:
+        now = iso(utcnow())
+        with self._tx(f"user:{user_id}") as db:
+            row = db.one("SELECT reflected FROM sessions WHERE user_id = ? AND session_id = ?",
+                         (user_id, session_id))
+            if row is None or row[0] != expected_reflected:
+                return None
+            seq = db.one("SELECT COALESCE(MAX(seq), 0) FROM memories WHERE user_id = ?",
+                         (user_id,))[0]
+            touched: list[str] = []
+            memory_rows, version_rows, vector_rows = [], [], []
+            for new in adds:
+                m = new.memory
+                seq += 1
+                memory_rows.append((m.id, user_id, self._enc(m.text), self._enc(m.key),
+                                    json.dumps(m.refs), json.dumps(m.speakers),
+                                    json.dumps(m.session_ids), iso(m.occurred_at),
+                                    iso(m.created_at), iso(m.updated_at), json.dumps(m.attrs),
+                                    seq))
+                version_rows.append((m.id, user_id, 1, self._enc(m.text), json.dumps(m.refs),
+                                     "created", now, session_id))
+                vector_rows += self._vector_rows(m.id, user_id, new.vectors)
+                touched.append(m.id)
+            if memory_rows:
+                db.many(f"INSERT INTO memories ({_MEMORY_COLS}, seq) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", memory_rows)
+            for merge in merges:
+                version_rows.append(self._merge(db, user_id, merge, now))
+                vector_rows += self._vector_rows(merge.target_id, user_id, merge.vectors)
+                touched.append(merge.target_id)
+            if version_rows:
+                db.many("INSERT INTO memory_versions (memory_id, user_id, version, text, refs, "
+                        "reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", version_rows)
+            if vector_rows:
+                db.many("INSERT INTO memory_vectors (memory_id, user_id, idx, vec) "
+                        "VALUES (?, ?, ?, ?)", vector_rows)
+            db.run("UPDATE sessions SET reflected = ?, status = CASE WHEN ? >= n_turns "
+                   "AND status = 'ended' THEN 'done' ELSE status END "
+                   "WHERE user_id = ? AND session_id = ?",
+                   (reflected, reflected, user_id, session_id))
+            if touched:
+                self._bump(db, user_id)
+        return self.memories(user_id, list(dict.fromkeys(touched)))
+
+    def _merge(self, db: Tx, user_id: str, merge: MergeInto, now: str | None) -> tuple:
+        """Update the target memory in place; return its new version row (vectors replaced)."""
+        old = db.one("SELECT refs, speakers, session_ids FROM memories "
+                     "WHERE id = ? AND user_id = ?", (merge.target_id, user_id))
+        if old is None:
+            raise StorageError(f"merge target {merge.target_id} vanished")
+        refs = _union(json.loads(old[0]), merge.refs)
+        speakers = _union(json.loads(old[1]), merge.speakers)
+        sessions = _union(json.loads(old[2]), merge.session_ids)
+        db.run("UPDATE memories SET text = ?, key = ?, refs = ?, speakers = ?, session_ids = ?, "
+               "updated_at = ? WHERE id = ? AND user_id = ?",
+               (self._enc(merge.text), self._enc(merge.key), json.dumps(refs),
+                json.dumps(speakers), json.dumps(sessions), now, merge.target_id, user_id))
+        version = db.one("SELECT MAX(version) FROM memory_versions WHERE memory_id = ? AND "
+                         "user_id = ?", (merge.target_id, user_id))[0] + 1
+        db.run("DELETE FROM memory_vectors WHERE memory_id = ? AND user_id = ?",
+               (merge.target_id, user_id))
+        return (merge.target_id, user_id, version, self._enc(merge.text), json.dumps(refs),
+                "merged", now, merge.source)
+
+    def _vector_rows(self, memory_id: str, user_id: str, vectors: np.ndarray) -> list[tuple]:
+        return [(memory_id, user_id, i, self._vec_param(np.asarray(v, dtype=np.float32)))
+                for i, v in enumerate(np.atleast_2d(vectors))]
+
+    def _bump(self, db: Tx, user_id: str) -> None:
+        # a random token, not a counter: it must differ even after forget() and re-adding
+        db.run("INSERT INTO user_state (user_id, generation) VALUES (?, ?) "
+               "ON CONFLICT (user_id) DO UPDATE SET generation = excluded.generation",
+               (user_id, secrets.randbits(62) + 1))
+
+    def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
+        now = iso(utcnow())
+        with self._tx(f"user:{user_id}") as db:
+            for up in updates:
+                row = db.one("SELECT text, refs FROM memories WHERE id = ? AND user_id = ?",
+                             (up.memory_id, user_id))
+                if row is None:
+                    raise InvalidInputError(f"no memory {up.memory_id!r} for this user")
+                db.run("UPDATE memories SET attrs = ?, key = COALESCE(?, key) "
+                       "WHERE id = ? AND user_id = ?",
+                       (json.dumps(up.attrs), None if up.key is None else self._enc(up.key),
+                        up.memory_id, user_id))
+                if up.key_vector is not None:
+                    db.run("UPDATE memory_vectors SET vec = ? WHERE memory_id = ? AND "
+                           "user_id = ? AND idx = 0",
+                           (self._vec_param(np.asarray(up.key_vector, dtype=np.float32)),
+                            up.memory_id, user_id))
+                if up.reason:
+                    version = db.one("SELECT MAX(version) FROM memory_versions WHERE "
+                                     "memory_id = ? AND user_id = ?", (up.memory_id, user_id))[0]
+                    db.run("UPDATE memories SET updated_at = ? WHERE id = ? AND user_id = ?",
+                           (now, up.memory_id, user_id))
+                    db.run("INSERT INTO memory_versions (memory_id, user_id, version, text, "
+                           "refs, reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           (up.memory_id, user_id, (version or 0) + 1, row[0], row[1],
+                            up.reason, now, up.source))
+            if updates:
+                self._bump(db, user_id)
+        return self.memories(user_id, list(dict.fromkeys(u.memory_id for u in updates)))
+
+    def memories(self, user_id: str, ids: Sequence[str] | None = None, *,
+                 with_versions: bool = True) -> list[Memory]:
+        if ids is None:
+            rows = self._read(f"SELECT {_MEMORY_COLS} FROM memories WHERE user_id = ? "
+                              "ORDER BY seq", (user_id,))
+        else:
+            rows = []
+            for chunk in _chunks(list(ids)):
+                rows += self._read(f"SELECT {_MEMORY_COLS} FROM memories WHERE user_id = ? "
+                                   f"AND id IN ({_marks(len(chunk))})", (user_id, *chunk))
+            order = {mid: i for i, mid in enumerate(ids)}
+            rows.sort(key=lambda r: order[r[0]])
+        out = [Memory(id=r[0], user_id=r[1], text=self._dec(r[2]), key=self._dec(r[3]),
+                      refs=json.loads(r[4]), speakers=json.loads(r[5]),
+                      session_ids=json.loads(r[6]), occurred_at=from_iso(r[7]),
+                      created_at=from_iso(r[8]), updated_at=from_iso(r[9]),
+                      attrs=json.loads(r[10])) for r in rows]
+        if with_versions and out:
+            by_id = {m.id: m for m in out}
+            for chunk in _chunks(list(by_id)):
+                for v in self._read(
+                        "SELECT memory_id, version, text, refs, reason, at, source FROM "
+                        f"memory_versions WHERE user_id = ? AND memory_id IN "
+                        f"({_marks(len(chunk))}) ORDER BY version", (user_id, *chunk)):
+                    by_id[v[0]].versions.append(MemoryVersion(
+                        v[1], self._dec(v[2]), tuple(json.loads(v[3])), v[4], from_iso(v[5]),
+                        v[6]))
+        return out
+
+    def memory_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, list[Any]] = {}
+        for chunk in _chunks(list(ids)):
+            for mid, value in self._read(
+                    "SELECT memory_id, vec FROM memory_vectors WHERE user_id = ? AND "
+                    f"memory_id IN ({_marks(len(chunk))}) ORDER BY memory_id, idx",
+                    (user_id, *chunk)):
+                out.setdefault(mid, []).append(value)
+        return {k: self._vec_stack(v) for k, v in out.items()}
+
+    def index_data(self, user_id: str) -> IndexData:
+        with self._snapshot() as db:
+            row = db.one("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
+            mem_rows = db.all("SELECT id, key, session_ids FROM memories WHERE user_id = ? "
+                              "ORDER BY seq", (user_id,))
+            vec_rows = db.all("SELECT memory_id, vec FROM memory_vectors WHERE user_id = ? "
+                              "ORDER BY memory_id, idx", (user_id,))
+        ids = [r[0] for r in mem_rows]
+        position = {mid: i for i, mid in enumerate(ids)}
+        owner = np.fromiter((position[r[0]] for r in vec_rows), dtype=np.int64,
+                            count=len(vec_rows))
+        vectors = (self._vec_stack([r[1] for r in vec_rows]) if vec_rows
+                   else np.zeros((0, 0), dtype=np.float32))
+        sessions = [(json.loads(r[2]) or [""])[0] for r in mem_rows]
+        return IndexData(row[0] if row else 0, ids, [self._dec(r[1]) for r in mem_rows],
+                         vectors, owner, sessions)
+
+    def generation(self, user_id: str) -> int:
+        rows = self._read("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
+        return rows[0][0] if rows else 0
+
+    def forget(self, user_id: str) -> None:
+        with self._tx(f"user:{user_id}") as db:
+            for table in USER_TABLES:
+                db.run(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+
+    def users(self) -> list[str]:
+        return [r[0] for r in self._read(
+            "SELECT user_id FROM sessions UNION SELECT user_id FROM memories ORDER BY 1")]
+
+    # learned weights and feedback ------------------------------------------------------------
+    def load_state(self, name: str) -> tuple[int, bytes | None]:
+        rows = self._read("SELECT version, blob FROM named_state WHERE name = ?", (name,))
+        return (rows[0][0], bytes(rows[0][1])) if rows else (0, None)
+
+    def save_state(self, name: str, expected_version: int, blob: bytes) -> bool:
+        with self._tx(f"state:{name}") as db:
+            row = db.one("SELECT version FROM named_state WHERE name = ?", (name,))
+            if (row[0] if row else 0) != expected_version:
+                return False
+            db.run("INSERT INTO named_state (name, version, blob) VALUES (?, ?, ?) "
+                   "ON CONFLICT (name) DO UPDATE SET version = excluded.version, "
+                   "blob = excluded.blob", (name, expected_version + 1, blob))
+            return True
+
+    def claim_feedback(self, result_id: str, user_id: str) -> bool:
+        with self._tx(f"user:{user_id}") as db:
+            return db.run("INSERT INTO feedback_log (result_id, user_id, at) VALUES (?, ?, ?) "
+                          "ON CONFLICT (result_id) DO NOTHING",
+                          (result_id, user_id, time.time())) == 1
+
+    # usage --------------------------------------------------------------------------------------
+    def add_usage(self, user_id: str, session_id: str, usage: dict[str, Any]) -> None:
+        with self._tx(f"user:{user_id}") as db:
+            db.run("INSERT INTO llm_usage (user_id, session_id, calls, prompt_tokens, "
+                   "completion_tokens, failures) VALUES (?, ?, ?, ?, ?, ?) "
+                   "ON CONFLICT (user_id, session_id) DO UPDATE SET "
+                   "calls = llm_usage.calls + excluded.calls, "
+                   "prompt_tokens = llm_usage.prompt_tokens + excluded.prompt_tokens, "
+                   "completion_tokens = llm_usage.completion_tokens + excluded.completion_tokens, "
+                   "failures = llm_usage.failures + excluded.failures",
+                   (user_id, session_id, int(usage.get("calls", 0)),
+                    int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
+                    int(usage.get("failures", 0))))
+
+    def usage(self, user_id: str | None = None) -> dict[str, int]:
+        sql = ("SELECT COUNT(*), " + ", ".join(
+            f"CAST(COALESCE(SUM({c}), 0) AS BIGINT)"
+            for c in ("calls", "prompt_tokens", "completion_tokens", "failures"))
+            + " FROM llm_usage")
+        row = self._read(sql + (" WHERE user_id = ?" if user_id else ""),
+                         (user_id,) if user_id else ())[0]
+        return dict(zip(("sessions", "calls", "prompt_tokens", "completion_tokens", "failures"),
+                        (int(v) for v in row)))

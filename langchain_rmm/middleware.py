@@ -1,0 +1,201 @@
+"""`RMMMiddleware`: reflective memory for agents built with `langchain.agents.create_agent`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Annotated, Any
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+)
+from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.channels.untracked_value import UntrackedValue
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+from typing_extensions import NotRequired
+
+from rmm_core import ReflectiveMemory, SearchResult
+from rmm_core.attribute import cited_in
+from rmm_core.errors import InvalidInputError
+
+from .converters import (
+    ROLE_SPEAKERS,
+    format_memories,
+    latest_user_text,
+    messages_to_turns,
+    with_memories,
+)
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[ModelRequest], ModelResponse]
+AsyncHandler = Callable[[ModelRequest], Awaitable[ModelResponse]]
+
+
+class RMMState(AgentState):
+    """Agent state plus where this run's messages begin (run-scoped, never checkpointed)."""
+
+    rmm_boundary: NotRequired[Annotated[str | None, UntrackedValue, PrivateStateAttr]]
+
+
+class RMMMiddleware(AgentMiddleware):
+    """Recalls a user's memories into every model call and logs each run's turns.
+
+    The user comes from the run context (`context={"user_id": ...}`, a dict or an object
+    with that attribute); the session is the thread (`configurable.thread_id`). Before each
+    model call the memories relevant to the latest user message are appended to the system
+    message; after the run its user and assistant messages with text are appended to the
+    thread's session, which the core reflects when it ends (idle timeout, size threshold,
+    or `memory.end_session(user_id=..., session_id=thread_id)`). A run without a thread is
+    a session of its own, reflected as the run ends. Memory failures are logged, never
+    raised: the agent runs on without memory.
+
+    `citations=True` asks the model to cite memories by number and feeds the citations of
+    its final answer to the reranker (`memory.feedback`, RMM's retrospective reflection).
+    """
+
+    state_schema = RMMState
+
+    def __init__(self, memory: ReflectiveMemory, *, k: int = 5, user_key: str = "user_id",
+                 speakers: Mapping[str, str] = ROLE_SPEAKERS, citations: bool = False) -> None:
+        if not isinstance(memory, ReflectiveMemory):
+            raise InvalidInputError(
+                f"memory must be a ReflectiveMemory, not {type(memory).__name__}")
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        self.memory, self.k, self.user_key = memory, k, user_key
+        self.speakers, self.citations = dict(speakers), citations
+
+    # recall: every model call -----------------------------------------------------------
+    def wrap_model_call(self, request: ModelRequest, handler: Handler) -> Any:
+        recalled = self._recall(request)
+        response = handler(self._with_memories(request, recalled))
+        if recalled and self.citations:
+            self._feedback(recalled, response)
+        return response
+
+    async def awrap_model_call(self, request: ModelRequest, handler: AsyncHandler) -> Any:
+        recalled = await asyncio.to_thread(self._recall, request)
+        response = await handler(self._with_memories(request, recalled))
+        if recalled and self.citations:
+            await asyncio.to_thread(self._feedback, recalled, response)
+        return response
+
+    # log: once per run -------------------------------------------------------------------
+    def before_agent(self, state: RMMState, runtime: Runtime) -> dict[str, Any]:
+        return {"rmm_boundary": _boundary(state["messages"])}
+
+    async def abefore_agent(self, state: RMMState, runtime: Runtime) -> dict[str, Any]:
+        return self.before_agent(state, runtime)
+
+    def after_agent(self, state: RMMState, runtime: Runtime) -> None:
+        self._save(state, runtime, _thread_id())
+
+    async def aafter_agent(self, state: RMMState, runtime: Runtime) -> None:
+        await asyncio.to_thread(self._save, state, runtime, _thread_id())
+
+    # internals ---------------------------------------------------------------------------
+    def _user_id(self, runtime: Runtime | None) -> str | None:
+        context = getattr(runtime, "context", None)
+        if isinstance(context, Mapping):
+            user_id = context.get(self.user_key)
+        else:
+            user_id = getattr(context, self.user_key, None)
+        if user_id is None:
+            logger.warning("reflective memory is off for this run: the run context has no "
+                           "%r (invoke with context={%r: ...})", self.user_key, self.user_key)
+        return user_id
+
+    def _recall(self, request: ModelRequest) -> SearchResult | None:
+        user_id = self._user_id(request.runtime)
+        query = latest_user_text(request.messages)
+        if user_id is None or not query:
+            return None
+        try:
+            return self.memory.search(query, user_id=user_id, k=self.k)
+        except Exception:
+            logger.exception("reflective memory: recall failed; the model is called without it")
+            return None
+
+    def _with_memories(self, request: ModelRequest, recalled: SearchResult | None
+                       ) -> ModelRequest:
+        if not recalled:
+            return request
+        block = format_memories(recalled.hits, cite=self.citations)
+        return request.override(system_message=with_memories(request.system_message, block))
+
+    def _save(self, state: RMMState, runtime: Runtime, thread_id: str | None) -> None:
+        user_id = self._user_id(runtime)
+        if user_id is None:
+            return
+        messages = _run_messages(state["messages"], state.get("rmm_boundary"))
+        turns = messages_to_turns(messages, self.speakers)
+        if not turns:
+            return
+        session_id = thread_id or uuid.uuid4().hex
+        try:
+            self.memory.append(turns, user_id=user_id, session_id=session_id)
+            if thread_id is None:
+                self.memory.end_session(user_id=user_id, session_id=session_id)
+        except Exception:
+            logger.exception("reflective memory: could not log this run's %d turns for "
+                             "session %r", len(turns), session_id)
+
+    def _feedback(self, recalled: SearchResult, response: Any) -> None:
+        answer = _final_answer(response)
+        if answer is None:
+            return
+        try:
+            self.memory.feedback(recalled, cited=cited_in(answer, recalled))
+        except Exception:
+            logger.exception("reflective memory: reranker feedback failed")
+
+
+def _thread_id() -> str | None:
+    """The run's `configurable.thread_id` as a string; None when the run has none."""
+    try:
+        thread = get_config().get("configurable", {}).get("thread_id")
+    except RuntimeError:  # called outside a runnable context
+        return None
+    return None if thread is None else str(thread)
+
+
+def _boundary(messages: Sequence[BaseMessage]) -> str:
+    """Id of the last AI message before this run ('' when there is none): what follows it
+    is this run's (earlier messages were logged by earlier runs, or resent by the caller)."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return message.id or ""
+    return ""
+
+
+def _run_messages(messages: Sequence[BaseMessage], boundary: str | None) -> list[BaseMessage]:
+    """This run's messages: those after the boundary. When it is unknown (a run resumed from
+    a checkpoint) or gone (history trimmed), those from the last user message on."""
+    if boundary == "":
+        return list(messages)
+    ids = [m.id for m in messages]
+    if boundary is not None and boundary in ids:
+        return list(messages[ids.index(boundary) + 1:])
+    humans = [i for i, m in enumerate(messages) if m.type == "human"]
+    return list(messages[humans[-1]:]) if humans else []
+
+
+def _final_answer(response: Any) -> str | None:
+    """The text of a model response that answers (no tool calls); None otherwise."""
+    if isinstance(response, ExtendedModelResponse):
+        response = response.model_response
+    messages = response.result if isinstance(response, ModelResponse) else [response]
+    answers = [m for m in messages if isinstance(m, AIMessage)]
+    if not answers or answers[-1].tool_calls or not answers[-1].text.strip():
+        return None
+    return answers[-1].text
+

@@ -1,0 +1,63 @@
+"""`RMMMemoryBlock`: reflective memory as a block of LlamaIndex's `Memory`."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.memory.memory import BaseMemoryBlock
+
+from rmm_core import Memory
+from rmm_core.types import check_id
+
+from .converters import check_target, hits_to_text, latest_user_text, messages_to_turns
+
+
+class RMMMemoryBlock(BaseMemoryBlock[str]):
+    """Recalls the user's long-term memories for the latest user message, as block text.
+
+    It records only what `Memory`'s short-term FIFO queue flushes into it (messages leave
+    the queue when it passes its token limit). Messages still in the queue are NOT recorded
+    in the turn log, so a short conversation may leave nothing behind: use `RMMMemory` for
+    full capture. Flushed turns go to `session_id`, by default the owning `Memory`'s
+    session; `end_session()` reflects it (the core's idle timeout does so too).
+    """
+
+    name: str = Field(default="reflective_memory", description="The block's name (its tag).")
+    memory: Any = Field(exclude=True, description="The rmm_core.ReflectiveMemory to use.")
+    user_id: str = Field(description="Whose memories are read and written.")
+    k: int = Field(default=5, gt=0, description="Memories recalled per message.")
+    session_id: str | None = Field(
+        default=None, description="Session flushed turns go to; None = the Memory's session.")
+    _last_session: str | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        check_target(data.get("memory"), data.get("user_id"))
+        check_id(data.get("session_id"), "session_id", optional=True)
+        super().__init__(**data)
+
+    async def _aget(self, messages: list[ChatMessage] | None = None,
+                    **block_kwargs: Any) -> str:
+        result = await self.memory.asearch(latest_user_text(messages or []),
+                                           user_id=self.user_id, k=self.k)
+        return hits_to_text(list(result))
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        turns = messages_to_turns(messages)
+        if not turns:
+            return
+        # BaseMemoryBlock.aput tags each flushed message with the owning Memory's session.
+        tagged = next((m.additional_kwargs.get("session_id") for m in messages
+                       if m.additional_kwargs.get("session_id")), None)
+        session = self.session_id or tagged or self._last_session or uuid.uuid4().hex
+        await self.memory.aappend(turns, user_id=self.user_id, session_id=session)
+        self._last_session = session
+
+    def end_session(self, session_id: str | None = None) -> list[Memory]:
+        """Reflect the session (default: the last one recorded) into memories now."""
+        session = session_id or self._last_session
+        if session is None:
+            return []
+        return self.memory.end_session(user_id=self.user_id, session_id=session)

@@ -1,0 +1,68 @@
+"""`RMMMemoryBlock` inside LlamaIndex's `Memory` (no LLM involved)."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.memory import Memory
+
+from llamaindex_rmm import RMMMemoryBlock
+from rmm_core import ReflectiveMemory
+from rmm_core.embed import HashEmbedder
+from rmm_core.errors import InvalidInputError
+
+
+@pytest.fixture
+def mem():
+    mem = ReflectiveMemory.open(":memory:", embedder=HashEmbedder())
+    mem.add_session([{"speaker": "user", "text": "My favourite city is Lisbon."}],
+                    user_id="u1", session_id="old")
+    mem.add_session([{"speaker": "user", "text": "My favourite city is Oslo."}],
+                    user_id="u2", session_id="old")
+    return mem
+
+
+def chat(memory: Memory, n: int) -> None:
+    for i in range(n):
+        memory.put(ChatMessage(role="user", content=f"question {i} about my favourite city"))
+        memory.put(ChatMessage(role="assistant", content=f"answer {i}"))
+
+
+def test_block_recalls_for_the_latest_user_message_of_its_user(mem):
+    block = RMMMemoryBlock(memory=mem, user_id="u1", k=3)
+    memory = Memory.from_defaults(session_id="chat", memory_blocks=[block])
+    chat(memory, 1)
+    system = memory.get()[0]
+    assert system.role == MessageRole.SYSTEM
+    assert "<reflective_memory>" in system.content and "Lisbon" in system.content
+    assert "Oslo" not in system.content
+
+
+def test_block_records_only_what_the_queue_flushes(mem):
+    block = RMMMemoryBlock(memory=mem, user_id="u1")
+    memory = Memory.from_defaults(session_id="chat", token_limit=60, token_flush_size=20,
+                                  chat_history_token_ratio=0.5, memory_blocks=[block])
+    chat(memory, 6)
+    logged = [t.text for t in mem.turns(user_id="u1", session_id="chat")]
+    queued = [m.content for m in memory.get() if m.role != MessageRole.SYSTEM]
+    assert logged and queued  # some flushed, some still queued
+    assert logged == [f"{kind} {i}" if kind == "answer" else
+                      f"question {i} about my favourite city"
+                      for i in range(len(logged) // 2) for kind in ("question", "answer")]
+    assert not set(logged) & set(queued)  # queued messages are not recorded (documented)
+    assert block.end_session()  # the flushed turns reflect into memories
+    assert any("question 0" in m.text for m in mem.memories(user_id="u1"))
+
+
+async def test_block_async_get(mem):
+    block = RMMMemoryBlock(memory=mem, user_id="u2")
+    memory = Memory.from_defaults(session_id="chat", memory_blocks=[block])
+    await memory.aput(ChatMessage(role="user", content="which city do I like?"))
+    assert "Oslo" in (await memory.aget())[0].content
+
+
+def test_bad_block_arguments_are_typed_errors(mem):
+    with pytest.raises(InvalidInputError, match="ReflectiveMemory"):
+        RMMMemoryBlock(memory="nope", user_id="u1")
+    with pytest.raises(InvalidInputError, match="user_id"):
+        RMMMemoryBlock(memory=mem, user_id="")

@@ -1,0 +1,250 @@
+"""The learned reranker: identity at start, Gumbel exploration, REINFORCE that learns, weights
+that persist and lose no concurrent update, once-only feedback, scopes and batching.
+
+Unit tests of the maths use random vectors; the front-door tests use the real embedder.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from rmm_core import FeedbackError, InvalidInputError, ReflectiveMemory
+from rmm_core.errors import StorageError
+from rmm_core.rerank import Reranker, Weights, WeightStore
+from rmm_core.storage.sqlite import SQLiteStore
+
+TOPICS = [
+    "I adopted a puppy called Rex and we walk by the river every morning.",
+    "My sister is getting married in Lisbon next June, I am the maid of honour.",
+    "I started learning the cello; my teacher says my bowing is improving.",
+    "We repainted the kitchen a pale green colour over the long weekend.",
+    "The marathon in Berlin took me four hours and twelve minutes to finish.",
+    "I'm reading a novel about a lighthouse keeper on a remote island.",
+]
+
+
+def unit(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    v = rng.standard_normal(shape).astype(np.float32)
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def candidates(rng: np.random.Generator, k: int = 20, dim: int = 16):
+    query = unit(rng, dim)
+    vectors = [unit(rng, int(rng.integers(1, 4)), dim) for _ in range(k)]
+    fused = np.sort(rng.uniform(0.3, 0.6, k))[::-1].tolist()
+    return query, vectors, fused
+
+
+@pytest.fixture
+def bank(open_memory) -> ReflectiveMemory:
+    mem = open_memory()
+    for i, text in enumerate(TOPICS):
+        mem.add_session([{"speaker": "user", "text": text, "id": f"t{i}"}], user_id="u1",
+                        session_id=f"s{i}")
+    return mem
+
+
+# the maths ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("combine", ["zscore", "residual"])
+def test_untrained_reranker_keeps_retrieval_order(combine):
+    query, vectors, fused = candidates(np.random.default_rng(0))
+    ranking = Reranker(combine=combine).rank(Weights.zeros(16), query, vectors, fused, 5)
+    assert ranking.order == list(range(20))
+
+
+def test_weights_change_the_order():
+    rng = np.random.default_rng(1)
+    query, vectors, fused = candidates(rng)
+    target = vectors[-1][0]
+    weights = Weights(torch.zeros(16, 16), torch.from_numpy(np.outer(query, target)))
+    ranking = Reranker().rank(weights, query, vectors, fused, 5)
+    assert ranking.order[0] == 19
+
+
+def test_exploration_samples_and_prefers_the_top():
+    query, vectors, fused = candidates(np.random.default_rng(2))
+    reranker, weights = Reranker(), Weights.zeros(16)
+    gen = torch.Generator().manual_seed(0)
+    firsts = [reranker.rank(weights, query, vectors, fused, 5, explore=True,
+                            generator=gen).order[0] for _ in range(400)]
+    counts = np.bincount(firsts, minlength=20)
+    assert len(set(firsts)) > 3  # it explores
+    assert counts[0] > counts[10] and counts[0] > counts[19]  # but favours the best
+    plain = {tuple(reranker.rank(weights, query, vectors, fused, 5).order) for _ in range(20)}
+    assert len(plain) == 1  # without exploration the order is deterministic
+
+
+def test_reinforce_step_raises_cited_and_lowers_uncited():
+    query, vectors, fused = candidates(np.random.default_rng(3))
+    reranker = Reranker()
+    weights = Weights.zeros(16)
+    ranking = reranker.rank(weights, query, vectors, fused, 5)
+    rewards = [-1.0, -1.0, 1.0, -1.0, -1.0]
+    g_q, g_m = reranker.gradient(weights, ranking, rewards)
+    new = Weights(-0.05 * g_q, -0.05 * g_m)
+    args = (ranking.query, ranking.rows, ranking.mask, ranking.fused)
+    delta = reranker.scores(new, *args) - reranker.scores(weights, *args)
+    kept = ranking.order[:5]
+    assert delta[kept[2]] > 0
+    assert all(delta[kept[i]] < delta[kept[2]] for i in (0, 1, 3, 4))
+
+
+def test_reinforce_learns_a_hidden_preference():
+    """The 'cited' memories lie along P q for a hidden rotation P (a query-dependent
+    preference, which is what a bilinear q'.m' can express); after training with
+    exploration the deterministic top 5 holds more of them."""
+    rng = np.random.default_rng(4)
+    dim = 8
+    rotation = torch.linalg.qr(torch.randn(dim, dim, generator=torch.Generator().manual_seed(9)))[0]
+    reranker, weights = Reranker(mix=10.0), Weights.zeros(dim)
+    gen = torch.Generator().manual_seed(0)
+
+    def episode():
+        query, vectors, fused = candidates(rng, dim=dim)
+        good = set(rng.choice(20, 3, replace=False).tolist())
+        target = rotation.numpy() @ query
+        for i in good:
+            v = target + 0.3 * unit(rng, dim)
+            vectors[i] = (v / np.linalg.norm(v))[None, :].astype(np.float32)
+        return query, vectors, fused, good
+
+    def precision(w, n=100):
+        hits = []
+        for _ in range(n):
+            query, vectors, fused, good = episode()
+            order = reranker.rank(w, query, vectors, fused, 5).order[:5]
+            hits.append(len(good & set(order)) / 3)
+        return float(np.mean(hits))
+
+    before = precision(weights)
+    for _ in range(300):
+        query, vectors, fused, good = episode()
+        ranking = reranker.rank(weights, query, vectors, fused, 5, explore=True, generator=gen)
+        rewards = [1.0 if i in good else -1.0 for i in ranking.order[:5]]
+        g_q, g_m = reranker.gradient(weights, ranking, rewards)
+        weights = Weights(weights.w_q - 0.01 * g_q, weights.w_m - 0.01 * g_m)
+    assert precision(weights) > before + 0.2
+
+
+def test_unknown_combine_is_a_typed_error():
+    with pytest.raises(InvalidInputError, match="zscore"):
+        Reranker(combine="magic")
+
+
+# persistence -----------------------------------------------------------------------------------
+def test_weights_roundtrip_and_corrupt_blob():
+    w = Weights(torch.randn(8, 8), torch.randn(8, 8), 7)
+    back = Weights.from_bytes(w.to_bytes())
+    assert torch.equal(back.w_q, w.w_q) and torch.equal(back.w_m, w.w_m) and back.steps == 7
+    with pytest.raises(StorageError):
+        Weights.from_bytes(b"not weights")
+
+
+def _hammer(path: str, seed: int, steps: int) -> None:
+    store = SQLiteStore(path)
+    weights = WeightStore(store)
+    for _ in range(steps):
+        weights.add("reranker/global", (torch.full((4, 4), float(seed)), torch.ones(4, 4)))
+    store.close()
+
+
+def test_concurrent_steps_from_threads_and_processes_lose_nothing(tmp_path):
+    path = str(tmp_path / "w.sqlite")
+    SQLiteStore(path).close()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_hammer, args=(path, seed, 15)) for seed in (1, 2)]
+    threads = [threading.Thread(target=_hammer, args=(path, seed, 15)) for seed in (3, 4)]
+    for worker in procs + threads:
+        worker.start()
+    for worker in procs + threads:
+        worker.join(timeout=120)
+    assert all(p.exitcode == 0 for p in procs)
+    store = SQLiteStore(path)
+    final = WeightStore(store).load("reranker/global", 4)
+    store.close()
+    assert final.steps == 60
+    # every step subtracted lr * its gradient: the sum is exact only if none was lost
+    assert torch.allclose(final.w_q, torch.full((4, 4), -1e-3 * 15 * (1 + 2 + 3 + 4)))
+    assert torch.allclose(final.w_m, torch.full((4, 4), -1e-3 * 60))
+
+
+# the front door ---------------------------------------------------------------------------------
+def test_search_untrained_keeps_fused_order(bank):
+    res = bank.search("what pet do I have?", user_id="u1", k=3)
+    assert [h.memory.id for h in res] == [h.memory.id for h in res.candidates[:3]]
+    assert res[0].refs == ["t0"]
+
+
+def test_feedback_persists_survives_reopen_and_changes_scores(bank, open_memory):
+    query = "tell me about music"
+    before = bank.search(query, user_id="u1", k=3)
+    last = before[-1].memory.id
+    for _ in range(3):
+        res = bank.search(query, user_id="u1", k=3)
+        bank.feedback(res, cited=[h for h in res if h.memory.id == last])
+    version, blob = bank.store.load_state("reranker/global")
+    assert version == 3 and Weights.from_bytes(blob).steps == 3
+    again = open_memory()
+    after = again.search(query, user_id="u1", k=3)
+    assert {h.memory.id: h.score for h in after} != {h.memory.id: h.score for h in before}
+    assert again._reranker.weights.load("reranker/global", again.embedder.dim).steps == 3
+
+
+def test_feedback_once_only_and_bad_citations_lose_nothing(bank):
+    res = bank.search("where is the wedding?", user_id="u1", k=2)
+    other = bank.search("kitchen colour", user_id="u1", k=1)
+    stray = next(h.memory.id for h in other.candidates if h.memory.id not in
+                 {x.memory.id for x in res})
+    with pytest.raises(FeedbackError, match="not among"):
+        bank.feedback(res, cited=[stray])
+    with pytest.raises(InvalidInputError):
+        bank.feedback(res, cited=res[0].memory.id)  # a bare string, not a list
+    assert bank.store.load_state("reranker/global")[0] == 0
+    bank.feedback(res, cited=[])  # the result was not used up by the bad calls
+    with pytest.raises(FeedbackError, match="already"):
+        bank.feedback(res, cited=[])
+    assert bank.store.load_state("reranker/global")[0] == 1
+
+
+def test_feedback_on_an_empty_result_is_a_typed_error(bank):
+    res = bank.search("anything", user_id="nobody", k=3)
+    with pytest.raises(FeedbackError, match="no hits"):
+        bank.feedback(res, cited=[])
+
+
+def test_user_scope_keeps_weights_apart(open_memory):
+    mem = open_memory(reranker_scope="user")
+    for user in ("u1", "u2"):
+        for i, text in enumerate(TOPICS[:3]):
+            mem.add_session([{"speaker": "user", "text": text}], user_id=user,
+                            session_id=f"s{i}")
+    res = mem.search("cello lessons", user_id="u1", k=2)
+    mem.feedback(res, cited=[res[0].memory.id])
+    assert mem.store.load_state("reranker/user/u1")[0] == 1
+    assert mem.store.load_state("reranker/user/u2") == (0, None)
+    assert mem.store.load_state("reranker/global") == (0, None)
+
+
+def test_batching_writes_every_n_and_flushes_on_close(bank, open_memory, store_target):
+    bank.close()
+    mem = open_memory(reranker_batch=3)
+    for n in range(4):
+        res = mem.search("marathon time", user_id="u1", k=2)
+        mem.feedback(res, cited=[res[0].memory.id])
+        assert mem.store.load_state("reranker/global")[0] == (1 if n >= 2 else 0)
+    mem.close()
+    store = SQLiteStore(store_target)
+    version, blob = store.load_state("reranker/global")
+    store.close()
+    assert version == 2 and Weights.from_bytes(blob).steps == 4
+
+
+async def test_async_search_and_feedback(bank):
+    res = await bank.asearch("novel about a lighthouse", user_id="u1", k=2, explore=True)
+    await bank.afeedback(res, cited=[res[0].memory.id])
+    assert bank.store.load_state("reranker/global")[0] == 1
