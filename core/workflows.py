@@ -432,6 +432,15 @@ class WorkflowMemory:
         raise StorageError(f"workflows of {owner} kept changing under {attempts} attempts")
 
 
+def as_workflow_memory(memory: Any) -> WorkflowMemory:
+    """A `WorkflowMemory`, or a `ReflectiveMemory`'s own (what the framework hooks accept)."""
+    workflows = getattr(memory, "workflows", memory)
+    if not isinstance(workflows, WorkflowMemory):
+        raise InvalidInputError(f"memory must be a ReflectiveMemory or a WorkflowMemory, "
+                                f"not {type(memory).__name__}")
+    return workflows
+
+
 def forget_workflows(store: Store, user_id: str) -> None:
     """Drop a user's workflows (what `ReflectiveMemory.forget` calls)."""
     name = STATE_PREFIX + owner_key(user_id, None)

@@ -12,8 +12,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.runtime import Runtime
 
 from rmm_core import ReflectiveMemory
-from rmm_core.errors import InvalidInputError
-from rmm_core.workflows import Step, Trajectory, WorkflowMemory, owner_key
+from rmm_core.workflows import (
+    Step,
+    Trajectory,
+    WorkflowMemory,
+    as_workflow_memory,
+    owner_key,
+)
 
 from .converters import with_memories
 
@@ -33,11 +38,7 @@ class WorkflowMiddleware(AgentMiddleware):
     def __init__(self, memory: ReflectiveMemory | WorkflowMemory, *, agent_id: str | None = None,
                  user_key: str = "user_id", k: int = 3, min_score: float = 0.3,
                  online: bool = True) -> None:
-        if isinstance(memory, ReflectiveMemory):
-            memory = memory.workflows
-        if not isinstance(memory, WorkflowMemory):
-            raise InvalidInputError(f"memory must be a ReflectiveMemory or a WorkflowMemory, "
-                                    f"not {type(memory).__name__}")
+        memory = as_workflow_memory(memory)
         if agent_id is not None:
             owner_key(None, agent_id)
         self.workflows, self.agent_id, self.user_key = memory, agent_id, user_key

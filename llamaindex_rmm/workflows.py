@@ -10,7 +10,13 @@ from llama_index.core.agent.workflow import AgentOutput, ToolCallResult
 
 from rmm_core import ReflectiveMemory
 from rmm_core.errors import InvalidInputError
-from rmm_core.workflows import Step, Trajectory, WorkflowMemory, owner_key
+from rmm_core.workflows import (
+    Step,
+    Trajectory,
+    WorkflowMemory,
+    as_workflow_memory,
+    owner_key,
+)
 
 
 class WorkflowAgentHook:
@@ -25,11 +31,7 @@ class WorkflowAgentHook:
     def __init__(self, memory: ReflectiveMemory | WorkflowMemory, *, user_id: str | None = None,
                  agent_id: str | None = None, k: int = 3, min_score: float = 0.3,
                  online: bool = True) -> None:
-        if isinstance(memory, ReflectiveMemory):
-            memory = memory.workflows
-        if not isinstance(memory, WorkflowMemory):
-            raise InvalidInputError(f"memory must be a ReflectiveMemory or a WorkflowMemory, "
-                                    f"not {type(memory).__name__}")
+        memory = as_workflow_memory(memory)
         owner_key(user_id, agent_id)
         self.workflows = memory
         self.owner = {"user_id": user_id} if user_id is not None else {"agent_id": agent_id}

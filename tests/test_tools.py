@@ -150,7 +150,9 @@ async def test_llamaindex_agent_calls_the_tools(mem):
     agent = FunctionAgent(tools=li_tools, llm=MockFunctionCallingLLM(response_generator=script))
     result = await agent.run("Be brief from now on.")
     assert str(result) == "Saved."
-    assert seen[0].startswith("Appended to persona")
-    assert seen[1].startswith("Error: ") and "is not in block 'persona'" in seen[1]
-    assert "Biscuit" in seen[2]
+    # FunctionAgent runs one step's tool calls concurrently: their order is not fixed
+    assert len(seen) == 3
+    assert any(s.startswith("Appended to persona") for s in seen)
+    assert any(s.startswith("Error: ") and "is not in block 'persona'" in s for s in seen)
+    assert any("Biscuit" in s for s in seen)
     assert mem.working_context(user_id="u1").blocks["persona"].value == "I speak briefly."

@@ -23,7 +23,7 @@ import numpy as np
 from ..embed import default_embedder
 from ..memory import ReflectiveMemory
 from ..scm import ContextBuilder, RuleGate, best_similarity, candidates_from
-from .locomo import load_locomo
+from .locomo import ingest, load_locomo
 from .metrics import r_tok, words_in
 from .retrieval import parse_range
 
@@ -67,9 +67,7 @@ def evaluate(convs: list, budgets: list[int], long_raws: list[int]) -> dict[str,
                                     progress=False)
         for conv in convs:
             user = conv.sample_id
-            for session in conv.sessions:
-                mem.add_session(session.turns, user_id=user, session_id=session.session_id,
-                                started_at=session.started_at)
+            ingest(mem, conv)
             turns = {t.id: t for t in mem.turns(user_id=user)}
             probe = lambda q, u=user: best_similarity(mem, u, q)  # noqa: E731
             acc["gate questions"] += [float(gate.decide(q.question, probe=probe).use_memory)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import numpy as np
 
 from ..embed import default_embedder
 from ..memory import ReflectiveMemory
-from .locomo import load_locomo
+from .locomo import ingest, load_locomo
 from .metrics import r_all, r_any, r_tok
 from .retrieval import _parse_setting, parse_range
 
@@ -71,16 +70,12 @@ def evaluate_links(convs: list, settings: dict[str, Any]) -> tuple[dict, dict]:
     embedder = default_embedder(settings.get("embedding_model"))
     scores: dict[str, dict[str, list[float]]] = {"plain": defaultdict(list),
                                                 "follow_links": defaultdict(list)}
-    links, memories, ingest = 0, 0, 0.0
+    links, memories, ingest_s = 0, 0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         mem = ReflectiveMemory.open(str(Path(tmp) / "links.sqlite"), embedder=embedder,
                                     progress=False, **settings)
         for conv in convs:
-            start = time.perf_counter()
-            for session in conv.sessions:
-                mem.add_session(session.turns, user_id=conv.sample_id,
-                                session_id=session.session_id, started_at=session.started_at)
-            ingest += time.perf_counter() - start
+            ingest_s += ingest(mem, conv)
             bank = mem.memories(user_id=conv.sample_id)
             memories += len(bank)
             links += sum(len(m.attrs.get("links", [])) for m in bank)
@@ -92,6 +87,6 @@ def evaluate_links(convs: list, settings: dict[str, Any]) -> tuple[dict, dict]:
                         scores[name][metric].append(fn(ranked, q.evidence))
         mem.close()
     rows = {name: {m: 100 * float(np.mean(v[m])) for m in METRICS} for name, v in scores.items()}
-    info = {"questions": len(scores["plain"]["R_any@5"]), "ingest s": ingest,
+    info = {"questions": len(scores["plain"]["R_any@5"]), "ingest s": ingest_s,
             "links/memory": links / max(memories, 1), "settings": settings}
     return rows, info

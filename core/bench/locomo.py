@@ -94,3 +94,15 @@ def _conversation(sample: dict) -> Conversation:
                     observations.setdefault(session, []).append((speaker, fact[0], turn_id))
     return Conversation(sample["sample_id"], (conv["speaker_a"], conv["speaker_b"]), sessions,
                         questions, observations)
+
+
+def ingest(mem, conv: Conversation) -> float:
+    """Feed a conversation through the public API as one user (`user_id = sample_id`),
+    session by session; returns the seconds it took."""
+    import time
+
+    start = time.perf_counter()
+    for session in conv.sessions:
+        mem.add_session(session.turns, user_id=conv.sample_id, session_id=session.session_id,
+                        started_at=session.started_at)
+    return time.perf_counter() - start

@@ -15,7 +15,7 @@ import numpy as np
 from ..embed import default_embedder
 from ..memory import ReflectiveMemory
 from .baselines import RETRIEVERS, UNITS, build_units
-from .locomo import Conversation, load_locomo
+from .locomo import Conversation, ingest, load_locomo
 from .metrics import METRICS, score_question
 
 DEPTH = 100
@@ -64,11 +64,7 @@ def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dic
         mem = ReflectiveMemory.open(str(Path(tmp) / "bench.sqlite"), embedder=embedder,
                                     progress=False, **settings)
         for conv in convs:
-            start = time.perf_counter()
-            for session in conv.sessions:
-                mem.add_session(session.turns, user_id=conv.sample_id,
-                                session_id=session.session_id, started_at=session.started_at)
-            ingest_s += time.perf_counter() - start
+            ingest_s += ingest(mem, conv)
             n_turns += sum(len(s.turns) for s in conv.sessions)
             unit_words += [len(m.text.split()) for m in mem.memories(user_id=conv.sample_id)]
             for q in conv.questions:
