@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queries", type=int, default=300, help="timed searches")
     parser.add_argument("--k", type=int, default=5, help="hits per search")
     parser.add_argument("--db", default=None, help="store (default: a temporary SQLite file)")
+    parser.add_argument("--postgres", nargs="?", const="auto", default=None, metavar="URL",
+                        help="also time PostgreSQL + pgvector beside SQLite in the same run "
+                             "(no URL: start a throw-away server with pgserver)")
 
 
 def synthetic_bank(n: int, dim: int, seed: int = 0) -> tuple[list[str], np.ndarray]:
@@ -54,6 +57,13 @@ def fill(mem: ReflectiveMemory, user_id: str, texts: list[str], vectors: np.ndar
 
 def run(args: argparse.Namespace) -> int:
     import faiss
+
+    if args.postgres:
+        from .speed_pg import run_speed_postgres
+
+        run_speed_postgres(postgres_url=None if args.postgres == "auto" else args.postgres,
+                           memories=args.memories, queries=args.queries, k=args.k)
+        return 0
 
     embedder = default_embedder()
     texts, vectors = synthetic_bank(args.memories, embedder.dim)
