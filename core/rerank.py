@@ -8,7 +8,7 @@ best row). With W = 0 that score equals the retriever's dense cosine.
 
 from __future__ import annotations
 
-import io
+import struct
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +42,14 @@ COMBINE: dict[str, Combine] = {
 }
 
 
+_WEIGHTS_MAGIC = b"RMMW"
+_WEIGHTS_HEADER = struct.Struct("<4sqq")
+
+
+def _f32(tensor: torch.Tensor) -> np.ndarray:
+    return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
+
+
 @dataclass(slots=True)
 class Weights:
     """The two learned maps (zero = identity reranker) and how many steps trained them."""
@@ -59,19 +67,26 @@ class Weights:
         return int(self.w_q.shape[0])
 
     def to_bytes(self) -> bytes:
-        """An `.npz` blob: plain arrays, loadable without pickle."""
-        buf = io.BytesIO()
-        np.savez(buf, w_q=self.w_q.numpy(), w_m=self.w_m.numpy(), steps=np.int64(self.steps))
-        return buf.getvalue()
+        """A fixed binary layout (magic, dim, steps, then both float32 matrices); no pickle.
+
+        Not `.npz`: numpy parses its headers with `ast.literal_eval`, which CPython 3.11.7
+        can fail ("AST constructor recursion depth mismatch") when threads do it at once.
+        """
+        head = _WEIGHTS_HEADER.pack(_WEIGHTS_MAGIC, self.dim, self.steps)
+        return head + _f32(self.w_q).tobytes() + _f32(self.w_m).tobytes()
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> Weights:
+        size = _WEIGHTS_HEADER.size
         try:
-            with np.load(io.BytesIO(blob), allow_pickle=False) as data:
-                return cls(torch.from_numpy(data["w_q"].copy()),
-                           torch.from_numpy(data["w_m"].copy()), int(data["steps"]))
-        except (ValueError, KeyError, OSError) as exc:
+            magic, dim, steps = _WEIGHTS_HEADER.unpack(blob[:size])
+        except struct.error as exc:
             raise StorageError(f"stored reranker weights are unreadable: {exc}") from exc
+        if magic != _WEIGHTS_MAGIC or len(blob) != size + 8 * dim * dim or dim <= 0:
+            raise StorageError("stored reranker weights are unreadable: bad header or length")
+        matrices = np.frombuffer(blob, dtype=np.float32, offset=size).reshape(2, dim, dim)
+        return cls(torch.from_numpy(matrices[0].copy()), torch.from_numpy(matrices[1].copy()),
+                   int(steps))
 
 
 @dataclass(slots=True)
