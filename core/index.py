@@ -62,20 +62,16 @@ class FusionWeights:
 
 @dataclass(slots=True)
 class Candidates:
-    """Scored candidates: positions into the index's ids, best first, with their parts."""
+    """Scored candidates: positions into the index's ids, best first, and their scores."""
 
     positions: np.ndarray
     fused: np.ndarray
-    dense: np.ndarray
-    lexical: np.ndarray
 
 
 class UserIndex:
     """Immutable snapshot of one user's memories, rebuilt when the store's generation moves."""
 
     def __init__(self, data: IndexData, stemmer: Callable | None = None) -> None:
-        import bm25s
-
         self.generation = data.generation
         self.ids = data.ids
         self.owner = data.owner
@@ -90,11 +86,9 @@ class UserIndex:
         self.units = np.zeros((n, dim), dtype=np.float32)
         self.units[has] = data.vectors[order[self._start[:-1][has]]]
         self._prev, self._next = _neighbours(data.sessions, n)
-        self._faiss = None
-        self._bm25 = None
-        if n:
-            self._bm25 = bm25s.BM25()
-            self._bm25.index(tokenize(data.keys, stemmer), show_progress=False)
+        self._keys = data.keys
+        self._faiss = None  # built on first use: reflection needs only vectors, search
+        self._bm25 = None   # only BM25 and the unit matrix
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -102,8 +96,14 @@ class UserIndex:
     # signals -----------------------------------------------------------------------------
     def lexical_scores(self, query: str) -> np.ndarray:
         """BM25 score of every memory for the query's content words."""
-        if self._bm25 is None:
+        if not self.ids:
             return np.zeros(0, dtype=np.float32)
+        if self._bm25 is None:  # threads may race here: each publishes a finished index
+            import bm25s
+
+            bm25 = bm25s.BM25()
+            bm25.index(tokenize(self._keys, self.stemmer), show_progress=False)
+            self._bm25 = bm25
         tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
         if not tokens:
             return np.zeros(len(self.ids), dtype=np.float32)
@@ -138,8 +138,9 @@ class UserIndex:
         if self._faiss is None:
             import faiss
 
-            self._faiss = faiss.IndexFlatIP(self.vectors.shape[1])
-            self._faiss.add(np.ascontiguousarray(self.vectors, dtype=np.float32))
+            flat = faiss.IndexFlatIP(self.vectors.shape[1])
+            flat.add(np.ascontiguousarray(self.vectors, dtype=np.float32))
+            self._faiss = flat  # published only once filled: threads share this snapshot
         depth = min(depth, self._faiss.ntotal)
         sims, rows = self._faiss.search(query.reshape(1, -1).astype(np.float32), depth)
         best: dict[int, float] = {}
@@ -154,8 +155,7 @@ class UserIndex:
         """The fused top-`top` memories for a query."""
         n = len(self.ids)
         if not n:
-            empty = np.zeros(0)
-            return Candidates(empty.astype(np.int64), empty, empty, empty)
+            return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         lexical = self.lexical_scores(query_text)
         unit = self.unit_scores(query_vec)
         base = weights.lexical * _z(lexical) + weights.dense * _z(unit)
@@ -175,8 +175,7 @@ class UserIndex:
             score = _smooth(score, pool, self._prev, self._next, weights.smoothing)
         fused = score[pool]
         order = np.argsort(-fused, kind="stable")[:top]
-        positions = pool[order]
-        return Candidates(positions, fused[order], unit[positions], lexical[positions])
+        return Candidates(pool[order], fused[order])
 
 
 def _z(values: np.ndarray) -> np.ndarray:
@@ -204,8 +203,3 @@ def _smooth(score: np.ndarray, pool: np.ndarray, prev: np.ndarray, nxt: np.ndarr
     out[pool] = score[pool] + weight * (padded[prev[pool]] + padded[nxt[pool]])
     return out
 
-
-def search_index(index: UserIndex, query_text: str, query_vec: np.ndarray, *, top: int,
-                 weights: FusionWeights = FusionWeights()) -> Candidates:
-    """Fused top-`top` candidates of a user's index (see `UserIndex.search`)."""
-    return index.search(query_text, query_vec, top=top, weights=weights)

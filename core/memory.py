@@ -18,7 +18,7 @@ from .context import hit_text
 from .embed import Embedder, default_embedder
 from .errors import InvalidInputError
 from .extract import Extractor
-from .index import FusionWeights, UserIndex, english_stemmer, search_index
+from .index import FusionWeights, UserIndex, english_stemmer
 from .llm import as_llm
 from .pipeline import build_pipeline
 from .reconcile import Reconciler
@@ -187,7 +187,7 @@ class ReflectiveMemory:
         if not query.strip() or not len(index):
             return result
         query_vec = self.embedder.embed([query])[0]
-        found = search_index(index, query, query_vec, top=max(k, self.config.candidates),
+        found = index.search(query, query_vec, top=max(k, self.config.candidates),
                              weights=self._weights)
         ids = [index.ids[p] for p in found.positions]
         memories = self.store.memories(user_id, ids)

@@ -126,14 +126,3 @@ def format_table(rows: dict[str, Any]) -> str:
     lines.append("gate (LLM-free): " + ", ".join(f"{k} {v:.1f}" for k, v in gate.items()))
     return "\n".join(lines)
 
-
-def add_context_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register `context` on a benchmark sub-parser group (the CLI uses `add_arguments`)."""
-    sub = subparsers.add_parser("context", help=HELP, description=HELP)
-    add_arguments(sub)
-    sub.set_defaults(_module=__name__)
-    return sub
-
-
-run_context_bench = run
-HELP = "SCM context builder vs rank-order filling, words and recall per budget, on LoCoMo"

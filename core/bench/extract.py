@@ -57,18 +57,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-run_extract_bench = run
-"""Alias under the name the issue uses."""
-
-
-def add_extract_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register `extract` on an argparse subparsers object (for CLIs built elsewhere)."""
-    parser = subparsers.add_parser("extract", help="extraction quality on LoCoMo observations")
-    add_arguments(parser)
-    parser.set_defaults(_module=__name__)
-    return parser
-
-
 def evaluate(convs: list[Conversation], llm: Any) -> dict[str, float]:
     """Ingest every session through the public API and score its memories' refs."""
     covered = gold = memories = words = sessions = 0

@@ -19,7 +19,7 @@ from ..embed import default_embedder
 from ..memory import ReflectiveMemory
 from .locomo import ingest, load_locomo
 from .metrics import r_all, r_any, r_tok
-from .retrieval import _parse_setting, parse_range
+from .retrieval import parse_range, parse_setting
 
 DEPTH = 100
 MULTI_HOP = 1
@@ -38,17 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="MemoryConfig override (repeatable); notes=true is always set")
 
 
-def add_links_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register `links` on a `bench` subparsers object."""
-    parser = subparsers.add_parser("links", help=__doc__.splitlines()[0])
-    add_arguments(parser)
-    parser.set_defaults(func=run_links_bench)
-    return parser
-
-
-def run_links_bench(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     convs = load_locomo(args.data, parse_range(args.convs) if args.convs else None)
-    settings = {**dict(_parse_setting(s) for s in args.set), "notes": True}
+    settings = {**dict(parse_setting(s) for s in args.set), "notes": True}
     rows, info = evaluate_links(convs, settings)
     print(f"LoCoMo multi-hop (category {MULTI_HOP}): {info['questions']} questions, "
           f"{len(convs)} conversations; {info['links/memory']:.2f} links per memory, "
@@ -61,8 +53,6 @@ def run_links_bench(args: argparse.Namespace) -> int:
         Path(args.json_out).write_text(json.dumps({"rows": rows, **info}, indent=2))
     return 0
 
-
-run = run_links_bench
 
 
 def evaluate_links(convs: list, settings: dict[str, Any]) -> tuple[dict, dict]:

@@ -41,13 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="MemoryConfig override, e.g. reranker_mix=5 (repeatable)")
 
 
-def add_rerank_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Register `rerank` on an `rmm bench` subparsers object."""
-    parser = subparsers.add_parser("rerank", help=__doc__.splitlines()[0])
-    parser.set_defaults(_module=__name__)
-    add_arguments(parser)
-    return parser
-
 
 class CachedEmbedder:
     """Embeds every question once, in one batch, instead of once per search."""
@@ -63,7 +56,7 @@ class CachedEmbedder:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .retrieval import _parse_setting
+    from .retrieval import parse_setting
 
     torch.manual_seed(args.seed)
     train_ids, test_ids = args.train.split(","), args.test.split(",")
@@ -73,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"unknown conversations {unknown}; the file has {sorted(convs)}")
     embedder = CachedEmbedder(default_embedder())
     embedder.embed([q.question for c in convs.values() for q in c.questions])
-    settings = dict(_parse_setting(s) for s in args.set)
+    settings = dict(parse_setting(s) for s in args.set)
     with tempfile.TemporaryDirectory() as tmp:
         mem = ReflectiveMemory.open(str(Path(tmp) / "rerank.sqlite"), embedder=embedder,
                                     progress=False, **settings)
@@ -106,7 +99,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-run_rerank_bench = run
 
 
 def evaluate(mem: ReflectiveMemory, convs: list[Conversation]) -> dict[str, float]:

@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     convs = load_locomo(args.data, parse_range(args.convs) if args.convs else None)
-    settings = dict(_parse_setting(s) for s in args.set)
+    settings = dict(parse_setting(s) for s in args.set)
     rows = {"rmm (default)": evaluate_product(convs, settings)}
     for unit in [u for u in args.baselines.split(",") if u]:
         rows.update(evaluate_baselines(convs, unit))
@@ -114,7 +114,7 @@ def format_table(rows: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def _parse_setting(text: str) -> tuple[str, Any]:
+def parse_setting(text: str) -> tuple[str, Any]:
     field, sep, value = text.partition("=")
     if not sep:
         raise SystemExit(f"--set needs FIELD=VALUE, got {text!r}")
