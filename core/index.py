@@ -165,10 +165,11 @@ class UserIndex:
             best = np.argpartition(-base, POOL)[:POOL]
             pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
             pool = pool[pool >= 0]
-        sample = pool if n <= Z_SAMPLE else np.linspace(0, n - 1, Z_SAMPLE).astype(np.int64)
+        everyone = n <= Z_SAMPLE  # else estimate the turn signal's spread from a sample
+        sample = np.arange(n) if everyone else np.linspace(0, n - 1, Z_SAMPLE).astype(np.int64)
         turn_sample = self.turn_scores(query_vec, sample, unit[sample])
         mean, std = float(turn_sample.mean()), float(turn_sample.std()) or 1.0
-        turn = turn_sample if sample is pool else self.turn_scores(query_vec, pool, unit[pool])
+        turn = turn_sample[pool] if everyone else self.turn_scores(query_vec, pool, unit[pool])
         score = np.full(n, np.nan, dtype=np.float32)
         score[pool] = base[pool] + weights.turn * (turn - mean) / std
         if weights.smoothing:
