@@ -93,7 +93,8 @@ class Reflector:
         """Per draft: the vector of its text first, then (optionally) those of its turns.
 
         A draft that is its turns verbatim (LLM-free extraction) gets the normalised mean of
-        their vectors instead of a second, longer encoding: same ranking, half the cost.
+        their vectors instead of a second, longer encoding: half the ingest cost for 1.3
+        points of Rtok@1000 on LoCoMo (`memory_vector="text"` keeps the encoding).
         """
         row = {t.id: i for i, t in enumerate(session.turns)}
         turn_rows = [[row[r] for r in d.refs if r in row] for d in drafts]
