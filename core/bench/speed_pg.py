@@ -63,14 +63,15 @@ def _time_backend(target: str, texts: list[str], vectors: np.ndarray, queries: l
 
 def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_000,
                        queries: int = 200, k: int = 5, db_queries: int = 20,
-                       sqlite_path: str | None = None) -> dict[str, dict[str, float]]:
+                       sqlite_path: str | None = None,
+                       turns: int = 2) -> dict[str, dict[str, float]]:
     """Ingest and search figures per backend; starts pgserver when no URL is given.
 
     In-database vector search is an exact scan, so it is timed on `db_queries` queries only.
     Prints a table and returns {"sqlite": {...}, "postgres": {...}}.
     """
     embedder = default_embedder()
-    texts, vectors = synthetic_bank(memories, embedder.dim)
+    texts, vectors = synthetic_bank(memories, embedder, turns=turns)
     rng = np.random.default_rng(1)
     qs = [" ".join(rng.choice(_WORDS, size=6)) for _ in range(queries)]
     server = None
