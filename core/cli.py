@@ -1,4 +1,5 @@
-"""`rmm`: the command line. Each benchmark is a module with `add_arguments` and `run`."""
+"""`rmm`: the command line. Operator commands live in `commands`; each benchmark is a module
+with `add_arguments` and `run`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import argparse
 import importlib
 import os
 import sys
+
+from .commands import EXIT_CODES, add_commands, add_db_argument
+from .commands import run as run_command
 
 BENCHES = {
     "locomo": ("rmm_core.bench.retrieval", "retrieval quality on LoCoMo against baselines"),
@@ -19,8 +23,14 @@ BENCHES = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rmm", description="Reflective memory for LLM agents.")
+    parser = argparse.ArgumentParser(
+        prog="rmm", description="Reflective memory for LLM agents: inspect, search, export, "
+        "import and forget what a store holds, and run the benchmarks.",
+        epilog=f"Run `rmm COMMAND --help` for an example of each.\n\n{EXIT_CODES}",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_db_argument(parser)
     commands = parser.add_subparsers(dest="command", required=True)
+    add_commands(commands)
     bench = commands.add_parser("bench", help="run a benchmark and print its figures")
     benches = bench.add_subparsers(dest="bench", required=True)
     for name, (module, help_text) in BENCHES.items():
@@ -34,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     args = build_parser().parse_args(argv)
+    if hasattr(args, "_command"):
+        return run_command(args)
     return int(importlib.import_module(args._module).run(args) or 0)
 
 

@@ -278,9 +278,7 @@ class ReflectiveMemory:
     def forget(self, *, user_id: str) -> None:
         """Delete every turn, session, memory, version and vector of the user."""
         user_id = check_id(user_id, "user_id")
-        self.store.forget(user_id)
-        forget_workflows(self.store, user_id)
-        forget_working(self.store, user_id)
+        forget_user(self.store, user_id)
         with self._index_lock:
             self._indexes.pop(user_id, None)
 
@@ -338,6 +336,13 @@ class ReflectiveMemory:
             while len(self._indexes) > 64:
                 self._indexes.popitem(last=False)
         return index
+
+
+def forget_user(store: Store, user_id: str) -> None:
+    """Delete the user's turns, sessions, memories, workflows and working context."""
+    store.forget(user_id)
+    forget_workflows(store, user_id)
+    forget_working(store, user_id)
 
 
 def default_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import InvalidInputError
 from .base import Store
 from .sqlite import SQLiteStore
 
-__all__ = ["Store", "SQLiteStore", "open_store"]
+__all__ = ["Store", "SQLiteStore", "default_location", "open_store"]
+
+
+def default_location() -> str:
+    """Where a memory lives when no target is given: `$RMM_DB`, else a SQLite file in the
+    user's data folder (`$XDG_DATA_HOME/rmm/memory.sqlite`, `~/.local/share` by default)."""
+    if os.environ.get("RMM_DB"):
+        return os.environ["RMM_DB"]
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
+                                                            "share")
+    return os.path.join(data, "rmm", "memory.sqlite")
 
 
 def open_store(target: str | Path) -> Store:

@@ -149,6 +149,20 @@ class Store(ABC):
     @abstractmethod
     def users(self) -> list[str]: ...
 
+    def sessions(self, user_id: str) -> list[SessionState]:
+        """Every session of the user, oldest first (operators' inspection and export)."""
+        raise NotImplementedError(f"{type(self).__name__} does not list sessions")
+
+    def counts(self, user_id: str | None = None) -> dict[str, int]:
+        """How many users, sessions, turns and memories the store (or one user) holds."""
+        raise NotImplementedError(f"{type(self).__name__} does not count its records")
+
+    def restore(self, user_id: str, sessions: Sequence[SessionState], turns: Sequence[Turn],
+                memories: Sequence[NewMemory]) -> None:
+        """Write a user's exported sessions, turns and memories (with their versions and
+        vectors) as they were, in one transaction; the user must have no data yet."""
+        raise NotImplementedError(f"{type(self).__name__} cannot restore exported users")
+
     def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
         """Apply attrs updates to the user's memories in one transaction; return them.
 

@@ -352,6 +352,55 @@ class SQLStore(Store):
         return [r[0] for r in self._read(
             "SELECT user_id FROM sessions UNION SELECT user_id FROM memories ORDER BY 1")]
 
+    def sessions(self, user_id: str) -> list[SessionState]:
+        return [self._session_row(r) for r in self._read(
+            f"SELECT {_SESSION_COLS} FROM sessions WHERE user_id = ? ORDER BY rowid",
+            (user_id,))]
+
+    def counts(self, user_id: str | None = None) -> dict[str, int]:
+        where, params = (" WHERE user_id = ?", (user_id,)) if user_id else ("", ())
+        out = {"users": 1 if user_id else len(self.users())}
+        for name in ("sessions", "turns", "memories"):
+            out[name] = int(self._read(f"SELECT COUNT(*) FROM {name}{where}", params)[0][0])
+        return out
+
+    def restore(self, user_id: str, sessions: Sequence[SessionState], turns: Sequence[Turn],
+                memories: Sequence[NewMemory]) -> None:
+        with self._tx(f"user:{user_id}") as db:
+            if db.one("SELECT 1 FROM sessions WHERE user_id = ? UNION ALL "
+                      "SELECT 1 FROM memories WHERE user_id = ? LIMIT 1", (user_id, user_id)):
+                raise InvalidInputError(f"user {user_id!r} already has data in this store")
+            db.many(f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(user_id, x.session_id, x.status, iso(x.started_at), x.last_activity,
+                      x.n_turns, x.reflected) for x in sessions])
+            seq: dict[str, int] = {}
+            rows = []
+            for t in turns:
+                seq[t.session_id] = seq.get(t.session_id, 0) + 1
+                rows.append((user_id, t.session_id, seq[t.session_id], t.id,
+                             self._enc(t.speaker), self._enc(t.text), iso(t.timestamp)))
+            db.many("INSERT INTO turns (user_id, session_id, seq, turn_id, speaker, text, ts) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            memory_rows, version_rows, vector_rows = [], [], []
+            for position, new in enumerate(memories, start=1):
+                m = new.memory
+                memory_rows.append((m.id, user_id, self._enc(m.text), self._enc(m.key),
+                                    json.dumps(m.refs), json.dumps(m.speakers),
+                                    json.dumps(m.session_ids), iso(m.occurred_at),
+                                    iso(m.created_at), iso(m.updated_at), json.dumps(m.attrs),
+                                    position))
+                version_rows += [(m.id, user_id, v.version, self._enc(v.text),
+                                  json.dumps(list(v.refs)), v.reason, iso(v.at), v.source)
+                                 for v in m.versions]
+                vector_rows += self._vector_rows(m.id, user_id, new.vectors)
+            db.many(f"INSERT INTO memories ({_MEMORY_COLS}, seq) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", memory_rows)
+            db.many("INSERT INTO memory_versions (memory_id, user_id, version, text, refs, "
+                    "reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", version_rows)
+            db.many("INSERT INTO memory_vectors (memory_id, user_id, idx, vec) "
+                    "VALUES (?, ?, ?, ?)", vector_rows)
+            self._bump(db, user_id)
+
     # learned weights and feedback ------------------------------------------------------------
     def load_state(self, name: str) -> tuple[int, bytes | None]:
         rows = self._read("SELECT version, blob FROM named_state WHERE name = ?", (name,))

@@ -1,0 +1,183 @@
+"""The operators' command line: `rmm inspect | search | export | import | forget | stats`.
+
+Commands run in-process through `rmm_core.cli.main` on real SQLite files built with the real
+embedder; one test runs the installed `rmm` entry point as a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from test_core import ADOPTION, PAINTING
+
+from rmm_core import ReflectiveMemory, Turn
+from rmm_core.cli import main
+from rmm_core.commands import BAD_DATA, NO_DATABASE, OK, REFUSED, UNKNOWN_USER
+from rmm_core.transfer import export_records, import_records
+
+
+@pytest.fixture
+def db(tmp_path, embedder):
+    """A SQLite file with user u1: two sessions, one repeated so that a merge made versions,
+    and one session appended but not yet reflected."""
+    path = tmp_path / "m.sqlite"
+    mem = ReflectiveMemory.open(str(path), embedder=embedder, merge_threshold=0.9)
+    mem.add_session(PAINTING, user_id="u1", session_id="a", started_at="2023-05-08T13:56")
+    mem.add_session([Turn(t.speaker, t.text, id=t.id.replace("s1", "s3")) for t in PAINTING],
+                    user_id="u1", session_id="b")
+    mem.add_session(ADOPTION, user_id="u1", session_id="c")
+    mem.append([Turn("Ana", "Tomorrow I start pottery classes.", id="open:1")],
+               user_id="u1", session_id="d")
+    mem.close()
+    return str(path)
+
+
+def rmm(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_inspect_shows_source_turns_and_versions(db, capsys):
+    code, out, _ = rmm(capsys, "inspect", "--db", db, "--user", "u1")
+    assert code == OK
+    assert "from turns:" in out and "s1:1" in out and "v1 created" in out
+    assert "v2 merged" in out  # the repeated session merged into an existing memory
+    code, out, _ = rmm(capsys, "--db", db, "inspect", "--user", "u1", "--json")
+    rows = [json.loads(line) for line in out.splitlines()]
+    merged = next(r for r in rows if len(r["versions"]) == 2)
+    assert {t["id"] for t in merged["source_turns"]} == set(merged["refs"])
+    assert merged["versions"][0]["text"] in merged["text"]
+
+
+def test_search_prints_hits_with_scores_and_refs(db, capsys):
+    code, out, _ = rmm(capsys, "search", "--db", db, "--user", "u1",
+                       "Which agency is Caroline using to adopt?", "--k", "2", "--json")
+    hits = [json.loads(line) for line in out.splitlines()]
+    assert code == OK and len(hits) == 2
+    assert "agency" in hits[0]["text"] and hits[0]["refs"][0].startswith("s2:")
+    assert hits[0]["score"] >= hits[1]["score"]
+
+
+def test_stats_counts_everything_and_one_user(db, capsys):
+    code, out, _ = rmm(capsys, "stats", "--db", db, "--json")
+    figures = json.loads(out)
+    assert code == OK
+    assert figures["users"] == 1 and figures["sessions"] == 4
+    assert figures["turns"] == 2 * len(PAINTING) + len(ADOPTION) + 1
+    assert figures["memories"] >= 2 and figures["llm_calls"] == 0
+    code, out, _ = rmm(capsys, "stats", "--db", db, "--user", "u1")
+    assert code == OK and "memories" in out
+
+
+def test_export_import_round_trip_is_exact(db, tmp_path, capsys, embedder):
+    out_file = tmp_path / "u1.jsonl"
+    assert rmm(capsys, "export", "--db", db, "--user", "u1", "--out", str(out_file))[0] == OK
+    fresh = str(tmp_path / "fresh.sqlite")
+    code, out, _ = rmm(capsys, "--db", fresh, "import", str(out_file))
+    assert code == OK and "imported u1" in out
+    a = ReflectiveMemory.open(db, embedder=embedder, session_idle_timeout=None)
+    b = ReflectiveMemory.open(fresh, embedder=embedder, session_idle_timeout=None)
+    assert a.turns(user_id="u1") == b.turns(user_id="u1")
+    ma, mb = a.memories(user_id="u1"), b.memories(user_id="u1")
+    assert [(m.id, m.text, m.key, m.refs, m.versions) for m in ma] == \
+        [(m.id, m.text, m.key, m.refs, m.versions) for m in mb]
+    assert b.store.session("u1", "d").reflected == 0  # still pending, as it was
+    for query in ("Which agency is Caroline using?", "Who painted a sunrise?"):
+        assert [h.text for h in a.search(query, user_id="u1")] == \
+            [h.text for h in b.search(query, user_id="u1")]
+    a.close()
+    b.close()
+
+
+def test_import_as_another_user_copies_within_one_store(db, capsys):
+    records = list(export_records(ReflectiveMemory.open(db).store, "u1"))
+    mem = ReflectiveMemory.open(db)
+    summary = import_records(mem.store, records, user_id="u2")
+    assert summary["user_id"] == "u2"
+    one, two = mem.memories(user_id="u1"), mem.memories(user_id="u2")
+    assert [m.text for m in one] == [m.text for m in two]
+    assert not {m.id for m in one} & {m.id for m in two}
+    mem.close()
+
+
+def test_bad_import_data_writes_nothing(db, tmp_path, capsys):
+    fresh = str(tmp_path / "fresh.sqlite")
+    export = tmp_path / "u1.jsonl"
+    rmm(capsys, "export", "--db", db, "--user", "u1", "--out", str(export))
+    lines = export.read_text().splitlines()
+    for name, text in {"cut": "\n".join(lines[:-1]), "not json": "{oops",
+                       "no header": "\n".join(lines[1:]),
+                       "bad memory": "\n".join([*lines[:-1], '{"type": "memory"}'])}.items():
+        bad = tmp_path / f"{name}.jsonl"
+        bad.write_text(text + "\n")
+        code, _, err = rmm(capsys, "--db", fresh, "import", str(bad))
+        assert code == BAD_DATA, name
+        assert "nothing imported" in err
+    assert rmm(capsys, "--db", fresh, "stats", "--json")[1].startswith('{"users": 0')
+    assert rmm(capsys, "--db", db, "import", str(export))[0] == BAD_DATA  # u1 exists there
+
+
+def test_missing_database_bad_url_and_unknown_user(db, tmp_path, capsys):
+    missing = tmp_path / "none.sqlite"
+    code, _, err = rmm(capsys, "stats", "--db", str(missing))
+    assert code == NO_DATABASE and "no database" in err and not missing.exists()
+    code, _, err = rmm(capsys, "stats", "--db", "mysql://x/y")
+    assert code == NO_DATABASE and "unsupported database URL" in err
+    code, _, err = rmm(capsys, "inspect", "--db", db, "--user", "nobody")
+    assert code == UNKNOWN_USER and "unknown user" in err
+    not_a_db = tmp_path / "text.sqlite"
+    not_a_db.write_text("hello")
+    assert rmm(capsys, "stats", "--db", str(not_a_db))[0] == NO_DATABASE
+    with pytest.raises(SystemExit) as usage:
+        main(["search", "--db", db])  # no --user, no query
+    assert usage.value.code == 2
+
+
+def test_rmm_db_environment_variable_is_the_default(db, capsys, monkeypatch):
+    monkeypatch.setenv("RMM_DB", db)
+    code, out, _ = rmm(capsys, "stats", "--json")
+    assert code == OK and json.loads(out)["users"] == 1
+
+
+def test_forget_asks_for_the_user_id(db, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: False, raising=False)
+    assert rmm(capsys, "forget", "--db", db, "--user", "u1")[0] == REFUSED
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr("builtins.input", lambda prompt: "no")
+    assert rmm(capsys, "forget", "--db", db, "--user", "u1")[0] == REFUSED
+    assert json.loads(rmm(capsys, "stats", "--db", db, "--json")[1])["users"] == 1
+    monkeypatch.setattr("builtins.input", lambda prompt: "u1")
+    assert rmm(capsys, "forget", "--db", db, "--user", "u1")[0] == OK
+    assert json.loads(rmm(capsys, "stats", "--db", db, "--json")[1])["turns"] == 0
+    assert rmm(capsys, "forget", "--db", db, "--user", "u1", "--yes")[0] == UNKNOWN_USER
+
+
+def test_installed_entry_point_runs(db):
+    env = {**os.environ, "RMM_DB": db}
+    done = subprocess.run([sys.executable, "-m", "rmm_core.cli", "inspect", "--user", "u1"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == OK, done.stderr
+    assert "memories of u1" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "rmm_core.cli", "stats", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert "example:" in done.stdout and "exit codes:" in done.stdout
+
+
+@pytest.mark.backends
+def test_restore_on_every_backend(db, store_target, embedder):
+    source = ReflectiveMemory.open(db, embedder=embedder, session_idle_timeout=None)
+    target = ReflectiveMemory.open(store_target, embedder=embedder, session_idle_timeout=None)
+    import_records(target.store, export_records(source.store, "u1"))
+    assert target.turns(user_id="u1") == source.turns(user_id="u1")
+    assert [(m.text, m.refs, m.versions) for m in target.memories(user_id="u1")] == \
+        [(m.text, m.refs, m.versions) for m in source.memories(user_id="u1")]
+    query = "Who painted a sunrise?"
+    assert [h.memory.id for h in target.search(query, user_id="u1")] == \
+        [h.memory.id for h in source.search(query, user_id="u1")]
+    source.close()
+    target.close()
