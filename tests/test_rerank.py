@@ -15,7 +15,7 @@ import torch
 
 from rmm_core import FeedbackError, InvalidInputError, ReflectiveMemory
 from rmm_core.errors import StorageError
-from rmm_core.rerank import Reranker, Weights, WeightStore
+from rmm_core.rerank import Reranker, Weights, WeightStore, pack_rows
 from rmm_core.storage.sqlite import SQLiteStore
 
 TOPICS = [
@@ -248,3 +248,20 @@ async def test_async_search_and_feedback(bank):
     res = await bank.asearch("novel about a lighthouse", user_id="u1", k=2, explore=True)
     await bank.afeedback(res, cited=[res[0].memory.id])
     assert bank.store.load_state("reranker/global")[0] == 1
+
+
+def test_ranking_scores_equal_the_differentiable_scores():
+    """`rank` scores in numpy (no gradient); they must be exactly what training optimises."""
+    gen = torch.Generator().manual_seed(0)
+    weights = Weights(0.1 * torch.randn(16, 16, generator=gen),
+                      0.1 * torch.randn(16, 16, generator=gen))
+    rng = np.random.default_rng(0)
+    vectors = [rng.standard_normal((n, 16)).astype(np.float32) for n in (1, 3, 2, 5)]
+    query = rng.standard_normal(16).astype(np.float32)
+    fused = [0.3, 0.1, 0.2, 0.4]
+    reranker = Reranker()
+    ranking = reranker.rank(weights, query, vectors, fused, 2)
+    rows, mask = pack_rows(vectors)
+    expected = reranker.scores(weights, torch.from_numpy(query), rows, mask,
+                               torch.tensor(fused)).detach().numpy()
+    np.testing.assert_allclose(ranking.scores, expected, rtol=1e-5, atol=1e-5)
