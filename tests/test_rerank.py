@@ -265,3 +265,31 @@ def test_ranking_scores_equal_the_differentiable_scores():
     expected = reranker.scores(weights, torch.from_numpy(query), rows, mask,
                                torch.tensor(fused)).detach().numpy()
     np.testing.assert_allclose(ranking.scores, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_outer_product_gradient_equals_autograd_through_the_full_scores():
+    """`gradient` uses the closed form; autograd through `Reranker.scores` must agree."""
+    gen = torch.Generator().manual_seed(2)
+    weights = Weights(0.1 * torch.randn(12, 12, generator=gen),
+                      0.1 * torch.randn(12, 12, generator=gen))
+    rng = np.random.default_rng(2)
+    vectors = [rng.standard_normal((n, 12)).astype(np.float32) for n in (2, 1, 4, 3, 2, 5)]
+    query = rng.standard_normal(12).astype(np.float32)
+    reranker = Reranker()
+    ranking = reranker.rank(weights, query, vectors, [0.5, 0.2, 0.4, 0.1, 0.3, 0.6], 3,
+                            explore=True, generator=gen)
+    rewards = [1.0, -1.0, -1.0]
+    g_q, g_m = reranker.gradient(weights, ranking, rewards)
+    w_q = weights.w_q.clone().requires_grad_(True)
+    w_m = weights.w_m.clone().requires_grad_(True)
+    logits = reranker.scores(Weights(w_q, w_m), ranking.query, ranking.rows, ranking.mask,
+                             ranking.fused) / reranker.temperature
+    remaining = torch.ones(len(logits), dtype=torch.bool)
+    loss = logits.new_zeros(())
+    for j, reward in zip(ranking.order[:3], rewards):
+        loss = loss - (reward - 0.5) * (logits[j] - torch.logsumexp(logits[remaining], dim=0))
+        remaining = remaining.clone()
+        remaining[j] = False
+    loss.backward()
+    torch.testing.assert_close(g_q, w_q.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(g_m, w_m.grad, rtol=1e-4, atol=1e-5)
