@@ -93,6 +93,59 @@ class Weights:
 
 
 @dataclass(slots=True)
+class LowRank:
+    """A d x d matrix kept as the sum of outer products left[k] right[k]^T (rank <= K).
+
+    A feedback step's gradient has rank one per matrix, so steps are stored this small.
+    """
+
+    left: np.ndarray  # (K, d)
+    right: np.ndarray  # (K, d)
+
+    @classmethod
+    def outer(cls, left: np.ndarray, right: np.ndarray) -> LowRank:
+        return cls(np.asarray(left, np.float32)[None, :], np.asarray(right, np.float32)[None, :])
+
+    def matrix(self) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(self.left.T @ self.right, dtype=np.float32))
+
+    def __add__(self, other: LowRank) -> LowRank:
+        return LowRank(np.concatenate([self.left, other.left]),
+                       np.concatenate([self.right, other.right]))
+
+    def scaled(self, factor: float) -> LowRank:
+        return LowRank(self.left * np.float32(factor), self.right)
+
+
+_DELTA_MAGIC = b"RMMD"
+_DELTA_HEADER = struct.Struct("<4sqqq")  # magic, dim, rank, examples
+
+
+def delta_to_bytes(d_q: LowRank, d_m: LowRank, examples: int) -> bytes:
+    """One logged step: the updates of W_q and W_m (already scaled by -lr), low rank."""
+    dim, rank_q, rank_m = d_q.left.shape[1], len(d_q.left), len(d_m.left)
+    if rank_q != rank_m:  # pad the smaller with zero rows so both share one rank
+        pad = LowRank(np.zeros((abs(rank_q - rank_m), dim), np.float32),
+                      np.zeros((abs(rank_q - rank_m), dim), np.float32))
+        d_q, d_m = (d_q + pad, d_m) if rank_q < rank_m else (d_q, d_m + pad)
+    head = _DELTA_HEADER.pack(_DELTA_MAGIC, dim, len(d_q.left), examples)
+    return head + b"".join(np.ascontiguousarray(a, np.float32).tobytes()
+                           for a in (d_q.left, d_q.right, d_m.left, d_m.right))
+
+
+def delta_from_bytes(blob: bytes) -> tuple[LowRank, LowRank, int]:
+    size = _DELTA_HEADER.size
+    try:
+        magic, dim, rank, examples = _DELTA_HEADER.unpack(blob[:size])
+    except struct.error as exc:
+        raise StorageError(f"a logged reranker step is unreadable: {exc}") from exc
+    if magic != _DELTA_MAGIC or len(blob) != size + 16 * rank * dim:
+        raise StorageError("a logged reranker step is unreadable: bad header or length")
+    parts = np.frombuffer(blob, dtype=np.float32, offset=size).reshape(4, rank, dim)
+    return LowRank(parts[0], parts[1]), LowRank(parts[2], parts[3]), int(examples)
+
+
+@dataclass(slots=True)
 class Ranking:
     """One rerank of K candidates: its inputs (kept for the gradient) and its choice."""
 
@@ -164,7 +217,7 @@ class Reranker:
         return Ranking(query, rows, mask, fused_t, picked + rest, keep, scores.numpy())
 
     def gradient(self, weights: Weights, ranking: Ranking,
-                 rewards: Sequence[float]) -> tuple[torch.Tensor, torch.Tensor]:
+                 rewards: Sequence[float]) -> tuple[LowRank, LowRank]:
         """Gradient of the REINFORCE loss -sum_j (reward_j - b) log P(pick j | earlier picks).
 
         The kept list is a Plackett-Luce draw (what Gumbel-top-k samples), so each pick is
@@ -174,10 +227,10 @@ class Reranker:
         dL/dW_m = q' (sum_i g_i m_i)^T, with g_i = dL/dr_i from autograd over K scores.
         """
         query, rows, mask = ranking.query.numpy(), ranking.rows.numpy(), ranking.mask.numpy()
+        w_m = weights.w_m.numpy()
         flat = rows.reshape(-1, rows.shape[-1])
         q1 = query + weights.w_q.numpy() @ query
-        m1 = (flat + flat @ weights.w_m.numpy().T).reshape(rows.shape)
-        sims = np.where(mask, m1 @ q1, -np.inf)
+        sims = np.where(mask, (flat @ (q1 + w_m.T @ q1)).reshape(mask.shape), -np.inf)
         best = sims.argmax(axis=1)
         r = torch.from_numpy(sims.max(axis=1).astype(np.float32)).requires_grad_(True)
         r0 = np.where(mask, rows @ query, -np.inf).max(axis=1).astype(np.float32)
@@ -191,11 +244,8 @@ class Reranker:
             remaining = remaining.clone()
             remaining[j] = False
         loss.backward()
-        g = r.grad.numpy()
-        chosen = np.arange(len(best))
-        g_q = np.outer(g @ m1[chosen, best], query)
-        g_m = np.outer(q1, g @ rows[chosen, best])
-        return torch.from_numpy(g_q.astype(np.float32)), torch.from_numpy(g_m.astype(np.float32))
+        g_m = r.grad.numpy() @ rows[np.arange(len(best)), best]  # sum_i g_i m_i
+        return LowRank.outer(g_m + w_m @ g_m, query), LowRank.outer(q1, g_m)
 
 
 def _similarities(weights: Weights, query: np.ndarray, rows: np.ndarray,
@@ -230,18 +280,22 @@ def rewards_for(ranking: Ranking, cited: Sequence[str],
 
 
 class WeightStore:
-    """Reranker weights in the store, one blob per scope; updates are compare-and-set.
+    """Reranker weights in the store: a base blob plus a log of small low-rank steps.
 
-    Concurrent steps from threads or processes never overwrite each other: a step whose
-    save loses the race reloads the winner's weights and applies its gradient on top.
+    A step appends its update (two rank-one matrices, a few KB) and never conflicts with
+    another, so concurrent steps from threads or processes are all kept; every
+    `compact_every` steps the log is folded into a new base (compare-and-set, with the
+    folded steps deleted in the same transaction).
     """
 
-    def __init__(self, store: Store, *, learning_rate: float = 1e-3, batch: int = 1) -> None:
+    def __init__(self, store: Store, *, learning_rate: float = 1e-3, batch: int = 1,
+                 compact_every: int = 64) -> None:
         self.store = store
         self.learning_rate = learning_rate
         self.batch = batch
-        self._cache: dict[str, tuple[int, Weights]] = {}
-        self._pending: dict[str, tuple[int, torch.Tensor, torch.Tensor]] = {}
+        self.compact_every = compact_every
+        self._cache: dict[str, tuple[int, frozenset[int], Weights]] = {}
+        self._pending: dict[str, tuple[int, LowRank, LowRank]] = {}
         self._lock = threading.Lock()
 
     @staticmethod
@@ -249,32 +303,52 @@ class WeightStore:
         return "reranker/global" if scope == "global" else f"reranker/user/{user_id}"
 
     def load(self, name: str, dim: int) -> Weights:
-        """The newest stored weights (zeros before any feedback); parsed once per version."""
-        version, blob = self.store.load_state(name)
-        cached = self._cache.get(name)
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        weights = Weights.from_bytes(blob) if blob is not None else Weights.zeros(dim)
-        if weights.dim != dim:
-            raise StorageError(f"stored reranker weights {name!r} have dimension {weights.dim}, "
-                               f"the embedder {dim}: the embedding model changed")
-        self._cache[name] = (version, weights)
-        return weights
+        """The newest weights: base plus every logged step (zeros before any feedback).
+
+        Folds only the steps this process has not seen; a compaction elsewhere (new base
+        version) means a full reload.
+        """
+        for _ in range(100):
+            version, seqs = self.store.state_log(name)
+            cached = self._cache.get(name)
+            if cached is not None and cached[0] == version:
+                weights, seen = cached[2], cached[1]
+            else:
+                base_version, blob = self.store.load_state(name)
+                if base_version != version:
+                    continue  # compacted between the two reads
+                weights = Weights.from_bytes(blob) if blob is not None else Weights.zeros(dim)
+                seen = frozenset()
+            new = [q for q in seqs if q not in seen]
+            if new:
+                deltas = self.store.state_deltas(name, new)
+                if len(deltas) < len(new):
+                    self._cache.pop(name, None)
+                    continue  # folded into a newer base meanwhile
+                weights = _apply(weights, [deltas[q] for q in new])
+            if weights.dim != dim:
+                raise StorageError(f"stored reranker weights {name!r} have dimension "
+                                   f"{weights.dim}, the embedder {dim}: the embedding model "
+                                   "changed")
+            self._cache[name] = (version, frozenset(seqs), weights)
+            return weights
+        raise StorageError(f"could not read reranker weights {name!r}: too much contention")
 
     def current(self, name: str, dim: int) -> Weights:
-        """The weights last seen by this process (a step's CAS catches anything newer)."""
+        """The weights last seen by this process (gradients need not be perfectly fresh)."""
         cached = self._cache.get(name)
-        return cached[1] if cached is not None else self.load(name, dim)
+        return cached[2] if cached is not None else self.load(name, dim)
 
-    def add(self, name: str, grads: tuple[torch.Tensor, torch.Tensor]) -> bool:
-        """Queue one example's gradient; apply the queue when it holds `batch` examples.
+    def add(self, name: str, grads: tuple[LowRank, LowRank]) -> bool:
+        """Queue one example's gradient; log a step when the queue holds `batch` examples.
 
         Gradients in a batch are summed (not averaged), so batching changes how often the
-        weights are written, not how fast they learn. Returns True when a step was applied.
+        store is written, not how fast the weights learn. Returns True when a step was logged.
         """
         with self._lock:
-            count, g_q, g_m = self._pending.pop(name, (0, 0 * grads[0], 0 * grads[1]))
-            count, g_q, g_m = count + 1, g_q + grads[0], g_m + grads[1]
+            queued = self._pending.pop(name, None)
+            count, g_q, g_m = (queued[0] + 1, queued[1] + grads[0], queued[2] + grads[1]) \
+                if queued else (1, *grads)
             if count < self.batch:
                 self._pending[name] = (count, g_q, g_m)
                 return False
@@ -282,27 +356,37 @@ class WeightStore:
         return True
 
     def flush(self) -> None:
-        """Apply every queued gradient now (called on close)."""
+        """Log every queued gradient now (called on close)."""
         with self._lock:
             pending, self._pending = self._pending, {}
         for name, (count, g_q, g_m) in pending.items():
             self._step(name, g_q, g_m, count)
 
-    def _step(self, name: str, g_q: torch.Tensor, g_m: torch.Tensor, count: int) -> None:
-        cached = self._cache.get(name)
-        version, weights = cached if cached else (None, None)
-        for _ in range(1000):
-            if weights is None:
-                version, blob = self.store.load_state(name)
-                weights = (Weights.from_bytes(blob) if blob is not None
-                           else Weights.zeros(g_q.shape[0]))
-            new = Weights(weights.w_q - self.learning_rate * g_q,
-                          weights.w_m - self.learning_rate * g_m, weights.steps + count)
-            if self.store.save_state(name, version, new.to_bytes()):
-                self._cache[name] = (version + 1, new)
-                return
-            weights = None  # lost the race: reload the winner's weights and re-apply
-        raise StorageError(f"could not save reranker weights {name!r}: too much contention")
+    def _step(self, name: str, g_q: LowRank, g_m: LowRank, count: int) -> None:
+        rate = -self.learning_rate
+        self.store.append_state_delta(name, delta_to_bytes(g_q.scaled(rate), g_m.scaled(rate),
+                                                           count))
+        version, seqs = self.store.state_log(name)
+        if len(seqs) >= self.compact_every:
+            self.compact(name, g_q.left.shape[1])
+
+    def compact(self, name: str, dim: int) -> bool:
+        """Fold the logged steps into a new base; False when another writer did it first."""
+        weights = self.load(name, dim)
+        version, seen, _ = self._cache[name]
+        if not self.store.compact_state(name, version, weights.to_bytes(), sorted(seen)):
+            return False
+        self._cache[name] = (version + 1, frozenset(), weights)
+        return True
+
+
+def _apply(weights: Weights, blobs: Sequence[bytes]) -> Weights:
+    """The weights with logged steps added (all of them in one matrix product each)."""
+    steps = [delta_from_bytes(blob) for blob in blobs]
+    d_q = sum((q for q, _, _ in steps[1:]), steps[0][0])
+    d_m = sum((m for _, m, _ in steps[1:]), steps[0][1])
+    return Weights(weights.w_q + d_q.matrix(), weights.w_m + d_m.matrix(),
+                   weights.steps + sum(n for _, _, n in steps))
 
 
 class LearnedReranker:

@@ -151,7 +151,7 @@ def test_concurrent_compare_and_set_from_threads_loses_no_update(store_target):
 
 
 def test_concurrent_feedback_steps_are_all_applied(store_target):
-    from rmm_core.rerank import Weights
+    from rmm_core.rerank import WeightStore
 
     mem = open_mem(store_target)
     mem.add_session(session_turns("fb", 8), user_id="u")
@@ -170,5 +170,4 @@ def test_concurrent_feedback_steps_are_all_applied(store_target):
     getattr(mem, "flush", lambda: None)()
     mem.close()
     store = open_store(store_target)
-    version, blob = store.load_state("reranker/global")
-    assert blob is not None and Weights.from_bytes(blob).steps == 21
+    assert WeightStore(store).load("reranker/global", mem.embedder.dim).steps == 21

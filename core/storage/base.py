@@ -13,7 +13,7 @@ import numpy as np
 
 from ..types import Memory, Turn
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _user_state_name(user_id: str, name: str) -> str:
@@ -180,6 +180,27 @@ class Store(ABC):
     @abstractmethod
     def save_state(self, name: str, expected_version: int, blob: bytes) -> bool:
         """Compare-and-set: store `blob` only if the version is still `expected_version`."""
+
+    @abstractmethod
+    def append_state_delta(self, name: str, blob: bytes) -> int:
+        """Log a small update to a named blob (a reranker step); returns its sequence number.
+
+        Appends never conflict, so concurrent writers lose nothing and write little."""
+
+    @abstractmethod
+    def state_log(self, name: str) -> tuple[int, list[int]]:
+        """The named blob's version and the sequence numbers of its logged deltas, read in
+        one snapshot."""
+
+    @abstractmethod
+    def state_deltas(self, name: str, seqs: Sequence[int]) -> dict[int, bytes]:
+        """The logged deltas asked for that still exist (folded ones are gone)."""
+
+    @abstractmethod
+    def compact_state(self, name: str, expected_version: int, blob: bytes,
+                      folded: Sequence[int]) -> bool:
+        """Compare-and-set `blob` (which includes the `folded` deltas) and drop those deltas,
+        in one transaction."""
 
     # a user's own named blobs (MemGPT working context); stored as named state by default,
     # under a hash of the user id, so every backend has them without new tables

@@ -60,6 +60,12 @@ CREATE TABLE llm_usage (
     prompt_tokens BIGINT NOT NULL, completion_tokens BIGINT NOT NULL,
     failures BIGINT NOT NULL, PRIMARY KEY (user_id, session_id));
 """,
+    2: """
+CREATE TABLE state_deltas (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name TEXT NOT NULL,
+    blob BYTEA NOT NULL);
+CREATE INDEX state_deltas_by_name ON state_deltas (name, seq);
+""",
 }
 """Schema version → DDL that brings the previous version to it; applied in order on open."""
 

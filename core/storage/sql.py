@@ -408,12 +408,45 @@ class SQLStore(Store):
 
     def save_state(self, name: str, expected_version: int, blob: bytes) -> bool:
         with self._tx(f"state:{name}") as db:
-            row = db.one("SELECT version FROM named_state WHERE name = ?", (name,))
-            if (row[0] if row else 0) != expected_version:
+            return self._cas(db, name, expected_version, blob)
+
+    @staticmethod
+    def _cas(db: Tx, name: str, expected_version: int, blob: bytes) -> bool:
+        row = db.one("SELECT version FROM named_state WHERE name = ?", (name,))
+        if (row[0] if row else 0) != expected_version:
+            return False
+        db.run("INSERT INTO named_state (name, version, blob) VALUES (?, ?, ?) "
+               "ON CONFLICT (name) DO UPDATE SET version = excluded.version, "
+               "blob = excluded.blob", (name, expected_version + 1, blob))
+        return True
+
+    def append_state_delta(self, name: str, blob: bytes) -> int:
+        with self._tx(f"delta:{name}") as db:
+            return int(db.one("INSERT INTO state_deltas (name, blob) VALUES (?, ?) "
+                              "RETURNING seq", (name, blob))[0])
+
+    def state_log(self, name: str) -> tuple[int, list[int]]:
+        rows = self._read("SELECT -1, version FROM named_state WHERE name = ? UNION ALL "
+                          "SELECT seq, 0 FROM state_deltas WHERE name = ?", (name, name))
+        version = next((r[1] for r in rows if r[0] == -1), 0)
+        return version, sorted(r[0] for r in rows if r[0] != -1)
+
+    def state_deltas(self, name: str, seqs: Sequence[int]) -> dict[int, bytes]:
+        out: dict[int, bytes] = {}
+        for chunk in _chunks(list(seqs)):
+            for seq, blob in self._read(f"SELECT seq, blob FROM state_deltas WHERE name = ? "
+                                        f"AND seq IN ({_marks(len(chunk))})", (name, *chunk)):
+                out[int(seq)] = bytes(blob)
+        return out
+
+    def compact_state(self, name: str, expected_version: int, blob: bytes,
+                      folded: Sequence[int]) -> bool:
+        with self._tx(f"state:{name}") as db:
+            if not self._cas(db, name, expected_version, blob):
                 return False
-            db.run("INSERT INTO named_state (name, version, blob) VALUES (?, ?, ?) "
-                   "ON CONFLICT (name) DO UPDATE SET version = excluded.version, "
-                   "blob = excluded.blob", (name, expected_version + 1, blob))
+            for chunk in _chunks(list(folded)):
+                db.run(f"DELETE FROM state_deltas WHERE name = ? AND seq IN "
+                       f"({_marks(len(chunk))})", (name, *chunk))
             return True
 
     def claim_feedback(self, result_id: str, user_id: str) -> bool:

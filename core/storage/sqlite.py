@@ -47,6 +47,9 @@ CREATE INDEX IF NOT EXISTS versions_by_user ON memory_versions (user_id, memory_
 CREATE TABLE IF NOT EXISTS user_state (user_id TEXT PRIMARY KEY, generation INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS named_state (
     name TEXT PRIMARY KEY, version INTEGER NOT NULL, blob BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS state_deltas (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, blob BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS state_deltas_by_name ON state_deltas (name, seq);
 CREATE TABLE IF NOT EXISTS feedback_log (
     result_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS llm_usage (
@@ -151,6 +154,9 @@ class SQLiteStore(SQLStore):
                     raise StorageError(
                         f"{self.path} has schema version {version}; this rmm_core knows up "
                         f"to {SCHEMA_VERSION}: upgrade the package")
+                if version < SCHEMA_VERSION:  # the schema above created what was missing
+                    db.run("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                           (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         with self._lock:
