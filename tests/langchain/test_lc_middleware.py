@@ -156,8 +156,8 @@ def test_citation_mode_asks_for_citations_and_trains_the_reranker(mem, chat_mode
                          checkpointer=InMemorySaver())
     run(agent, FACT, user="u1", thread="A")
     mem.end_session(user_id="u1", session_id="A")
-    before, _ = mem.store.load_state("reranker/global")
+    before = len(mem.store.state_log("reranker/global")[1])
     run(agent, QUESTION, user="u1", thread="B")
     assert "[1]" in model.system_prompt() and "[NO_CITE]" in model.system_prompt()
-    after, _ = mem.store.load_state("reranker/global")
+    after = len(mem.store.state_log("reranker/global")[1])
     assert after == before + 1  # one REINFORCE step, from the answer's [1]
