@@ -159,7 +159,7 @@ def report(figures: dict, test_ids: list[str], window: int) -> str:
         f"{figures['stored_steps']}); cited share per {window} steps:",
         "  " + " ".join(f"{s:.2f}" for s in figures["cited_share_per_window"]),
         f"feedback step: median {figures['feedback_ms_median']:.2f} ms, "
-        f"p95 {figures['feedback_ms_p95']:.2f} ms (gradient + compare-and-set save)",
+        f"p95 {figures['feedback_ms_p95']:.2f} ms (gradient + logged step)",
         f"rerank 20 candidates: median {figures['rerank20_ms_median']:.3f} ms, "
         f"p95 {figures['rerank20_ms_p95']:.3f} ms",
     ]
