@@ -203,8 +203,9 @@ class Reranker:
         rows, mask = pack_rows(vectors)
         fused_t = torch.as_tensor(np.asarray(fused, dtype=np.float32))
         with torch.no_grad():
-            r, r0 = _similarities(weights, query.numpy(), rows.numpy(), mask.numpy())
-            scores = self.combine(fused_t, torch.from_numpy(r), torch.from_numpy(r0), self.mix)
+            _, sims, r0 = _row_scores(weights, query.numpy(), rows.numpy(), mask.numpy())
+            r = torch.from_numpy(sims.max(axis=1).astype(np.float32))
+            scores = self.combine(fused_t, r, torch.from_numpy(r0), self.mix)
             keys = scores / self.temperature
             if explore:
                 uniform = torch.rand(keys.shape, generator=generator).clamp_(1e-12, 1 - 1e-7)
@@ -226,14 +227,10 @@ class Reranker:
         gradient is two outer products: dL/dW_q = (sum_i g_i m'_i) q^T and
         dL/dW_m = q' (sum_i g_i m_i)^T, with g_i = dL/dr_i from autograd over K scores.
         """
-        query, rows, mask = ranking.query.numpy(), ranking.rows.numpy(), ranking.mask.numpy()
-        w_m = weights.w_m.numpy()
-        flat = rows.reshape(-1, rows.shape[-1])
-        q1 = query + weights.w_q.numpy() @ query
-        sims = np.where(mask, (flat @ (q1 + w_m.T @ q1)).reshape(mask.shape), -np.inf)
+        query, rows = ranking.query.numpy(), ranking.rows.numpy()
+        q1, sims, r0 = _row_scores(weights, query, rows, ranking.mask.numpy())
         best = sims.argmax(axis=1)
         r = torch.from_numpy(sims.max(axis=1).astype(np.float32)).requires_grad_(True)
-        r0 = np.where(mask, rows @ query, -np.inf).max(axis=1).astype(np.float32)
         logits = self.combine(ranking.fused, r, torch.from_numpy(r0), self.mix) / self.temperature
         picked = ranking.order[: ranking.kept]
         remaining = torch.ones(len(logits), dtype=torch.bool)
@@ -245,19 +242,20 @@ class Reranker:
             remaining[j] = False
         loss.backward()
         g_m = r.grad.numpy() @ rows[np.arange(len(best)), best]  # sum_i g_i m_i
-        return LowRank.outer(g_m + w_m @ g_m, query), LowRank.outer(q1, g_m)
+        return LowRank.outer(g_m + weights.w_m.numpy() @ g_m, query), LowRank.outer(q1, g_m)
 
 
-def _similarities(weights: Weights, query: np.ndarray, rows: np.ndarray,
-                  mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`Reranker.scores`'s r (q'.m') and r0 (q.m), in numpy for ranking without gradients:
-    right after the index's numpy work, torch's own thread pool waits on numpy's (~4 ms)."""
-    flat = rows.reshape(-1, rows.shape[-1])  # one matrix product, not one per candidate
-    q = query + weights.w_q.numpy() @ query
-    r = np.where(mask, (flat @ q + flat @ (weights.w_m.numpy().T @ q)).reshape(mask.shape),
-                 -np.inf).max(axis=1)
+def _row_scores(weights: Weights, query: np.ndarray, rows: np.ndarray,
+                mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The forward pass of `Reranker.scores` in numpy: q', every row's q'.m' (-inf where
+    padded) and r0 = max over rows of q.m. Matrix-vector products only, and not in torch:
+    right after the index's numpy work, torch's thread pool waits on numpy's (~4 ms)."""
+    flat = rows.reshape(-1, rows.shape[-1])
+    q1 = query + weights.w_q.numpy() @ query
+    sims = np.where(mask, (flat @ (q1 + weights.w_m.numpy().T @ q1)).reshape(mask.shape),
+                    -np.inf)
     r0 = np.where(mask, (flat @ query).reshape(mask.shape), -np.inf).max(axis=1)
-    return r.astype(np.float32), r0.astype(np.float32)
+    return q1, sims, r0.astype(np.float32)
 
 
 def _masked_max(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
