@@ -111,12 +111,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _open(target: str, *, create: bool) -> Store:
-    local = "://" not in target and target != ":memory:"
-    if local and not create and not Path(target).expanduser().is_file():
+    path = target[len("sqlite:///"):] if target.startswith("sqlite:///") else target
+    local = "://" not in path and path not in ("", ":memory:")
+    if local and not create and not Path(path).expanduser().is_file():
         raise CommandError(f"no database at {target} (set --db or RMM_DB)", NO_DATABASE)
     try:
         if local and create:
-            Path(target).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         return open_store(target)
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot open {target}: {exc}", NO_DATABASE) from exc

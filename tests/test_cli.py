@@ -126,6 +126,9 @@ def test_missing_database_bad_url_and_unknown_user(db, tmp_path, capsys):
     missing = tmp_path / "none.sqlite"
     code, _, err = rmm(capsys, "stats", "--db", str(missing))
     assert code == NO_DATABASE and "no database" in err and not missing.exists()
+    assert rmm(capsys, "stats", "--db", f"sqlite:///{missing}")[0] == NO_DATABASE
+    assert not missing.exists()
+    assert rmm(capsys, "stats", "--db", f"sqlite:///{db}")[0] == OK
     code, _, err = rmm(capsys, "stats", "--db", "mysql://x/y")
     assert code == NO_DATABASE and "unsupported database URL" in err
     code, _, err = rmm(capsys, "inspect", "--db", db, "--user", "nobody")
