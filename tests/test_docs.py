@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import subprocess
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# each package's reference page, and the page that must show every name of its __all__
+PAGES = {"rmm_core": "core", "langchain_rmm": "langchain", "llamaindex_rmm": "llamaindex"}
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mkdocstrings") is None,
@@ -23,5 +26,10 @@ def test_api_reference_builds_without_warnings(tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
     assert "WARNING" not in output, output[-3000:]
-    page = (tmp_path / "site" / "reference" / "core" / "index.html").read_text()
-    assert "add_session" in page and "MemoryConfig" in page
+    for package, page in PAGES.items():
+        html = (tmp_path / "site" / "reference" / page / "index.html").read_text()
+        missing = [name for name in importlib.import_module(package).__all__
+                   if f'id="{package}.{name}"' not in html and f'.{name}"' not in html]
+        assert not missing, f"{package} names missing from reference/{page}.md: {missing}"
+    core = (tmp_path / "site" / "reference" / "core" / "index.html").read_text()
+    assert "add_session" in core and "MemoryConfig" in core
