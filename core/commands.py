@@ -2,7 +2,8 @@
 
 Each command opens the store named by `--db` (default `$RMM_DB`, else the embedded default
 file), does one thing and exits with a code scripts can rely on (`EXIT_CODES`). Only
-`search` loads the embedding model; the others read or write the store directly.
+`search` loads the embedding model; the others read or write the store directly. No command
+reflects pending sessions: that needs the application's pipeline (its LLM and settings).
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
+from .config import MemoryConfig
 from .errors import InvalidInputError, RMMError, StorageError
+from .memory import ReflectiveMemory, forget_user
 from .storage import default_location, open_store
 from .storage.base import Store
 from .transfer import export_records, import_records
+from .types import Memory
 
 OK, REFUSED, USAGE, NO_DATABASE, UNKNOWN_USER, BAD_DATA = 0, 1, 2, 3, 4, 5
 EXIT_CODES = """exit codes:
@@ -82,6 +87,9 @@ def add_commands(commands: Any) -> None:
         if name == "search":
             sub.add_argument("query", help="what to look for")
             sub.add_argument("--k", type=int, default=5, help="hits to show (default 5)")
+            sub.add_argument("--embedding-model", default=None, metavar="NAME_OR_PATH",
+                             help="the model the memory was built with (default: the "
+                                  "packaged int8 MiniLM, as in MemoryConfig)")
         if name == "export":
             sub.add_argument("--out", default="-", help="file to write (default: stdout)")
         if name == "import":
@@ -100,10 +108,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         store = _open(target, create=args._command == "import")
         try:
             return HANDLERS[args._command](store, args, out)
+        except StorageError as exc:  # the database failed mid-command (lost, locked, corrupt)
+            raise CommandError(str(exc), NO_DATABASE) from exc
         finally:
             store.close()
     except CommandError as exc:
-        print(f"rmm {args._command}: {exc}", file=sys.stderr)
+        print(f"rmm {args._command}: {' '.join(str(exc).split())}", file=sys.stderr)
         return exc.code
     except BrokenPipeError:  # `rmm inspect ... | head`: the reader has what it wanted
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python's documented recipe
@@ -120,7 +130,15 @@ def _open(target: str, *, create: bool) -> Store:
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         return open_store(target)
     except (RMMError, OSError) as exc:
-        raise CommandError(f"cannot open {target}: {exc}", NO_DATABASE) from exc
+        shown, message = _redacted(target), str(exc)
+        if shown not in message:  # the stores' own messages already name the (redacted) target
+            message = f"cannot open {shown}: {message}"
+        raise CommandError(message, NO_DATABASE) from exc
+
+
+def _redacted(target: str) -> str:
+    password = urlsplit(target).password if "://" in target else None
+    return target.replace(f":{password}@", ":***@", 1) if password else target
 
 
 def _known(store: Store, user_id: str) -> str:
@@ -158,13 +176,22 @@ def _inspect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     return OK
 
 
-def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    from .memory import ReflectiveMemory
+class _Reader(ReflectiveMemory):
+    """A memory that searches without reflecting pending sessions (the constructor's crash
+    recovery): the default LLM-free pipeline would write memories the application's would not."""
 
+    def reflect_pending(self, *, all_open: bool = False) -> list[Memory]:
+        return []
+
+
+def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     user = _known(store, args.user)
     if args.k < 1:
         raise CommandError("--k must be at least 1", USAGE)
-    mem = ReflectiveMemory(store)
+    try:
+        mem = _Reader(store, config=MemoryConfig(embedding_model=args.embedding_model))
+    except (RMMError, OSError) as exc:
+        raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
     try:
         result = mem.search(args.query, user_id=user, k=args.k)
     except InvalidInputError as exc:
@@ -210,15 +237,16 @@ def _import(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _forget(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    from .memory import forget_user
-
     user = _known(store, args.user)
     if not args.yes:
         if not sys.stdin.isatty():
             raise CommandError("not a terminal: pass --yes to forget without a prompt", REFUSED)
         counts = store.counts(user)
-        answer = input(f"Delete {counts['memories']} memories and {counts['turns']} turns of "
-                       f"{user!r}? Type the user id to confirm: ")
+        try:
+            answer = input(f"Delete {counts['memories']} memories and {counts['turns']} turns "
+                           f"of {user!r}? Type the user id to confirm: ")
+        except (EOFError, KeyboardInterrupt):
+            answer = ""
         if answer.strip() != user:
             raise CommandError("not confirmed; nothing deleted", REFUSED)
     forget_user(store, user)

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from test_core import ADOPTION, PAINTING
@@ -17,6 +18,7 @@ from test_core import ADOPTION, PAINTING
 from rmm_core import ReflectiveMemory, Turn
 from rmm_core.cli import main
 from rmm_core.commands import BAD_DATA, NO_DATABASE, OK, REFUSED, UNKNOWN_USER
+from rmm_core.storage import open_store
 from rmm_core.transfer import export_records, import_records
 
 
@@ -61,6 +63,22 @@ def test_search_prints_hits_with_scores_and_refs(db, capsys):
     assert code == OK and len(hits) == 2
     assert "agency" in hits[0]["text"] and hits[0]["refs"][0].startswith("s2:")
     assert hits[0]["score"] >= hits[1]["score"]
+    code, out, _ = rmm(capsys, "search", "--db", db, "--user", "u1", "sunrise painting")
+    assert code == OK and out.startswith("1. score ") and "refs s1:" in out
+
+
+def test_search_leaves_idle_sessions_to_the_application(db, capsys):
+    """Opening a memory reflects idle sessions; `rmm search` must not (wrong pipeline)."""
+    store = open_store(db)
+    store.append_turns("u1", "idle", [Turn("Ana", "I sold my old car to a neighbour.", id="i:1")],
+                       None, time.time() - 10_000)
+    before = store.counts("u1")["memories"]
+    store.close()
+    assert rmm(capsys, "search", "--db", db, "--user", "u1", "car")[0] == OK
+    store = open_store(db)
+    assert store.session("u1", "idle").reflected == 0
+    assert store.counts("u1")["memories"] == before
+    store.close()
 
 
 def test_stats_counts_everything_and_one_user(db, capsys):
@@ -94,9 +112,11 @@ def test_export_import_round_trip_is_exact(db, tmp_path, capsys, embedder):
     b.close()
 
 
-def test_import_as_another_user_copies_within_one_store(db, capsys):
-    records = list(export_records(ReflectiveMemory.open(db).store, "u1"))
-    mem = ReflectiveMemory.open(db)
+def test_import_as_another_user_copies_within_one_store(db, embedder):
+    source = open_store(db)
+    records = list(export_records(source, "u1"))
+    source.close()
+    mem = ReflectiveMemory.open(db, embedder=embedder, session_idle_timeout=None)
     summary = import_records(mem.store, records, user_id="u2")
     assert summary["user_id"] == "u2"
     one, two = mem.memories(user_id="u1"), mem.memories(user_id="u2")
@@ -131,6 +151,9 @@ def test_missing_database_bad_url_and_unknown_user(db, tmp_path, capsys):
     assert rmm(capsys, "stats", "--db", f"sqlite:///{db}")[0] == OK
     code, _, err = rmm(capsys, "stats", "--db", "mysql://x/y")
     assert code == NO_DATABASE and "unsupported database URL" in err
+    code, _, err = rmm(capsys, "stats", "--db", "postgresql://bob:s3cret@127.0.0.1:1/x")
+    assert code == NO_DATABASE and "bob:***@" in err and "s3cret" not in err
+    assert err.count("\n") == 1  # one line, whatever the driver's message holds
     code, _, err = rmm(capsys, "inspect", "--db", db, "--user", "nobody")
     assert code == UNKNOWN_USER and "unknown user" in err
     not_a_db = tmp_path / "text.sqlite"
@@ -153,6 +176,13 @@ def test_forget_asks_for_the_user_id(db, capsys, monkeypatch):
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
     monkeypatch.setattr("builtins.input", lambda prompt: "no")
     assert rmm(capsys, "forget", "--db", db, "--user", "u1")[0] == REFUSED
+
+    def closed_input(prompt: str) -> str:
+        raise EOFError
+
+    monkeypatch.setattr("builtins.input", closed_input)  # Ctrl-D at the prompt
+    code, _, err = rmm(capsys, "forget", "--db", db, "--user", "u1")
+    assert code == REFUSED and "nothing deleted" in err
     assert json.loads(rmm(capsys, "stats", "--db", db, "--json")[1])["users"] == 1
     monkeypatch.setattr("builtins.input", lambda prompt: "u1")
     assert rmm(capsys, "forget", "--db", db, "--user", "u1")[0] == OK
