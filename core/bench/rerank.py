@@ -14,6 +14,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -24,6 +25,9 @@ from ..memory import ReflectiveMemory
 from ..rerank import Weights
 from .locomo import Conversation, load_locomo
 from .metrics import r_any, r_tok
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 RTOK_DEPTH = 100
 """Hits ranked for Rtok@1000: enough to fill the budget."""
@@ -81,8 +85,7 @@ def run(args: argparse.Namespace) -> int:
         rerank_ms = time_rerank(mem, convs[test_ids[0]])
         steps = mem._reranker.weights.current("reranker/global", embedder.dim).steps
         mem.close()
-    curve = [float(np.mean(shares[i:i + args.window])) for i in
-             range(0, len(shares), args.window)]
+    curve = share_curve(shares, args.window)
     figures = {"before": before, "after": after, "train_steps": len(shares),
                "stored_steps": steps, "cited_share_per_window": curve,
                "feedback_ms_median": float(np.median(feedback_ms)),
@@ -128,6 +131,11 @@ def train(mem: ReflectiveMemory, convs: list[Conversation]) -> tuple[list[float]
     return shares, ms
 
 
+def share_curve(shares: list[float], window: int) -> list[float]:
+    """The learning curve: mean cited share of each `window` consecutive feedback steps."""
+    return [float(np.mean(shares[i:i + window])) for i in range(0, len(shares), window)]
+
+
 def time_rerank(mem: ReflectiveMemory, conv: Conversation, repeats: int = 200) -> list[float]:
     """ms to rerank 20 candidates (vectors already fetched: the reranker's own cost)."""
     query = conv.questions[0].question
@@ -149,7 +157,9 @@ def time_rerank(mem: ReflectiveMemory, conv: Conversation, repeats: int = 200) -
 
 def report(figures: dict, test_ids: list[str], window: int) -> str:
     b, a = figures["before"], figures["after"]
+    settings = ", ".join(f"{k}={v}" for k, v in figures["settings"].items()) or "defaults"
     lines = [
+        f"settings: {settings}",
         f"held-out {','.join(test_ids)} ({b['questions']} questions), exploration off:",
         f"  R_any@5    before {b['R_any@5']:5.1f}  after {a['R_any@5']:5.1f}  "
         f"({a['R_any@5'] - b['R_any@5']:+.1f})",
@@ -175,11 +185,16 @@ def plot_curve(curve: list[float], window: int, path: str) -> None:
     except ImportError as exc:
         raise MissingDependencyError("matplotlib", "bench") from exc
     fig, ax = plt.subplots(figsize=(6, 3.5))
+    draw_curve(ax, curve, window)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def draw_curve(ax: Axes, curve: list[float], window: int) -> None:
+    """The learning curve on a matplotlib `ax` (the PNG above, or a notebook's inline plot)."""
     ax.plot([window * (i + 1) for i in range(len(curve))], curve, marker="o")
     ax.set_xlabel("feedback steps")
     ax.set_ylabel(f"share of kept memories cited (per {window} steps)")
     ax.set_title("REINFORCE reranker, oracle citations")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ..embed import default_embedder
+from ..embed import Embedder, default_embedder
 from ..memory import ReflectiveMemory
-from .baselines import RETRIEVERS, UNITS, build_units
+from .baselines import RETRIEVERS, UNITS, FixedUnits, build_units
 from .locomo import Conversation, ingest, load_locomo
-from .metrics import METRICS, score_question
+from .metrics import METRICS, RankedUnit, score_question
 
 DEPTH = 100
 """Units ranked per question: enough to fill the largest word budget (2000)."""
@@ -71,8 +71,7 @@ def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dic
                 t0 = time.perf_counter()
                 mem.search(q.question, user_id=conv.sample_id, k=5)
                 latencies.append(time.perf_counter() - t0)
-                ranked = [(h.text, h.refs) for h in
-                          mem.search(q.question, user_id=conv.sample_id, k=DEPTH)]
+                ranked = rank_product(mem, conv.sample_id, q.question)
                 for name, value in score_question(ranked, q.evidence).items():
                     per_q[name].append(value)
         mem.close()
@@ -92,16 +91,29 @@ def evaluate_baselines(convs: list[Conversation], unit: str) -> dict[str, dict[s
     for conv in convs:
         units = build_units(conv, unit, embedder)
         words += [len(t.split()) for t in units.texts]
-        query_vecs = embedder.embed([q.question for q in conv.questions])
-        for q, qv in zip(conv.questions, query_vecs):
-            for retriever in RETRIEVERS:
-                order = units.rank(retriever, q.question, qv, DEPTH)
-                ranked = [(units.texts[i], units.refs[i]) for i in order]
+        for retriever, rankings in rank_units(units, conv, embedder).items():
+            for q, ranked in zip(conv.questions, rankings):
                 for name, value in score_question(ranked, q.evidence).items():
                     per_q[retriever][name].append(value)
     return {f"{unit}/{r}": {**{n: 100 * float(np.mean(v[n])) for n in METRICS},
                             "words/unit": float(np.mean(words))}
             for r, v in per_q.items()}
+
+
+def rank_product(mem: ReflectiveMemory, user_id: str, question: str,
+                 depth: int = DEPTH) -> list[RankedUnit]:
+    """The memory's own `search` ranking of one question, as the metrics measure it."""
+    return [(h.text, h.refs) for h in mem.search(question, user_id=user_id, k=depth)]
+
+
+def rank_units(units: FixedUnits, conv: Conversation, embedder: Embedder,
+               depth: int = DEPTH) -> dict[str, list[list[RankedUnit]]]:
+    """Each retriever's ranking of `units` for every question of `conv`, in order."""
+    query_vecs = embedder.embed([q.question for q in conv.questions])
+    return {retriever: [[(units.texts[i], units.refs[i])
+                         for i in units.rank(retriever, q.question, qv, depth)]
+                        for q, qv in zip(conv.questions, query_vecs)]
+            for retriever in RETRIEVERS}
 
 
 def format_table(rows: dict[str, dict[str, float]]) -> str:
