@@ -22,14 +22,17 @@ QUESTION_WORDS = frozenset(
     "would could likely kind kinds type types much many".split())
 """Words of a question that say what is asked, not what it is about; dropped for BM25."""
 
-POOL = 500
+POOL = 300
 """Memories scored in full (turn vectors, neighbours) when a bank is larger than this."""
 
 Z_SAMPLE = 2000
 """Memories sampled to estimate the turn signal's mean and spread on large banks."""
 
-DEPTH = 1000
-"""How deep each cheap signal (dense IVF, BM25) reaches when shortlisting a large bank."""
+DEPTH = 300
+"""How deep the dense IVF search reaches when shortlisting a large bank."""
+
+LEXICAL_DEPTH = 2000
+"""How many of BM25's best join that shortlist (BM25 is exact, so this is cheap)."""
 
 EXACT_LIMIT = 20_000
 """Banks up to this size are scored exhaustively; larger ones through an IVF shortlist."""
@@ -143,6 +146,10 @@ class UserIndex:
         """Best cosine among each listed memory's turn vectors; `fallback` where it has none."""
         return self._turn_rows(positions).best(query, fallback)
 
+    def rows_of(self, position: int) -> np.ndarray:
+        """The vector rows of the memory at `position`: its own first, then its turns'."""
+        return self.vectors[self._rows[self._start[position]:self._start[position + 1]]]
+
     def _turn_rows(self, positions: np.ndarray) -> _TurnRows:
         starts, ends = self._start[positions] + 1, self._start[positions + 1]
         counts = np.maximum(ends - starts, 0)
@@ -188,13 +195,13 @@ class UserIndex:
             import faiss
 
             n, dim = self.units.shape
-            nlist = int(np.clip(np.sqrt(n), 16, 4096))
+            nlist = int(np.clip(4 * np.sqrt(n), 16, 8192))
             ivf = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
                                                 faiss.ScalarQuantizer.QT_8bit,
                                                 faiss.METRIC_INNER_PRODUCT)
             ivf.train(self.units[_spread(n, 40 * nlist)])
             ivf.add(self.units)
-            ivf.nprobe = max(8, nlist // 8)
+            ivf.nprobe = max(8, nlist // 20)
             self._ann = ivf
         return self._ann
 
@@ -206,7 +213,7 @@ class UserIndex:
 
         Banks of up to EXACT_LIMIT memories (or any bank with `exact=True`) are scored
         exhaustively. Larger ones score a shortlist: the IVF index's nearest DEPTH memories
-        and BM25's best DEPTH, with the dense signal's spread estimated from a sample.
+        and BM25's best LEXICAL_DEPTH, with the dense signal's spread estimated from a sample.
         """
         n = len(self.ids)
         if not n:
@@ -214,7 +221,8 @@ class UserIndex:
         lexical = self.lexical_scores(query_text)
         sample, sample_units, sample_turns = self._sampled()
         sample_unit = sample_units @ query_vec
-        exhaustive = (n <= EXACT_LIMIT if exact is None else exact) or n <= 2 * DEPTH
+        exhaustive = ((n <= EXACT_LIMIT if exact is None else exact)
+                      or n <= 2 * (DEPTH + LEXICAL_DEPTH))
         if exhaustive:
             unit = self.unit_scores(query_vec)
             unit_stats = _stats(unit)
@@ -222,7 +230,10 @@ class UserIndex:
         else:
             unit_stats = _stats(sample_unit)
             near = self._ivf().search(query_vec.reshape(1, -1).astype(np.float32), DEPTH)[1][0]
-            shortlist = np.union1d(near[near >= 0], np.argpartition(-lexical, DEPTH)[:DEPTH])
+            listed = np.zeros(n, dtype=bool)
+            listed[near[near >= 0]] = True
+            listed[np.argpartition(lexical, n - LEXICAL_DEPTH)[n - LEXICAL_DEPTH:]] = True
+            shortlist = np.flatnonzero(listed)
             unit = np.zeros(n, dtype=np.float32)  # filled below for the shortlist and pool
             unit[shortlist] = self.units[shortlist] @ query_vec
         lexical_stats = _stats(lexical)
@@ -238,7 +249,8 @@ class UserIndex:
             pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
             pool = pool[pool >= 0]
             if not exhaustive:
-                unit[pool] = self.units[pool] @ query_vec
+                added = pool[~listed[pool]]  # neighbours outside the shortlist
+                unit[added] = self.units[added] @ query_vec
         everyone = n <= Z_SAMPLE  # else estimate the turn signal's spread from the sample
         turn_sample = sample_turns.best(query_vec, sample_unit)
         mean, std = _stats(turn_sample)

@@ -189,13 +189,20 @@ class ReflectiveMemory:
         query_vec = self.embedder.embed([query])[0]
         found = index.search(query, query_vec, top=max(k, self.config.candidates),
                              weights=self._weights)
-        ids = [index.ids[p] for p in found.positions]
-        memories = self.store.memories(user_id, ids)
-        candidates = [MemoryHit(m, float(s), hit_text(m, dates=self.config.context_dates), r)
-                      for r, (m, s) in enumerate(zip(memories, found.fused))]
+        stored = {m.id: m for m in self.store.memories(
+            user_id, [index.ids[p] for p in found.positions])}
+        # a memory forgotten since the index snapshot was taken drops out
+        found_now = [(p, s) for p, s in zip(found.positions, found.fused)
+                     if index.ids[p] in stored]
+        candidates = []
+        for rank, (p, score) in enumerate(found_now):
+            m = stored[index.ids[p]]
+            candidates.append(MemoryHit(m, float(score), hit_text(
+                m, dates=self.config.context_dates), rank))
         result.candidates = candidates
-        result.hits, ranking = self._reranker.rerank(user_id, query_vec, candidates, k,
-                                                     explore=explore)
+        result.hits, ranking = self._reranker.rerank(
+            user_id, query_vec, candidates, [index.rows_of(p) for p, _ in found_now], k,
+            explore=explore)
         if follow_links:
             from .notes import follow_links as with_links
 

@@ -22,7 +22,7 @@ from .errors import FeedbackError, InvalidInputError, StorageError
 from .storage.base import Store
 from .types import Memory, MemoryHit, SearchResult
 
-Combine = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor]
+Combine = Callable[[Any, Any, Any, float], Any]  # torch tensors or numpy arrays alike
 
 # How the reranker's score r joins the fused retrieval score f of the K candidates (r0 is r
 # with W = 0, i.e. the dense cosine, so r - r0 is exactly what the reranker learned).
@@ -38,11 +38,16 @@ Combine = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tens
 # 84.1 R_any@5 / 82.9 Rtok@1000): mix 10 -> 79.0 / 67.3; mix 1 -> 83.3 / 81.2; mix 0.2 ->
 # 83.6 / 82.4. So the step stays W -= lr * gradient.
 COMBINE: dict[str, Combine] = {
-    "zscore": lambda f, r, r0, mix: (f - f.mean()) / (f.std(correction=0) + 1e-6) + mix * (r - r0),
+    "zscore": lambda f, r, r0, mix: (f - f.mean()) / (_std(f) + 1e-6) + mix * (r - r0),
     "residual": lambda f, r, r0, mix: f + mix * (r - r0),
     "blend": lambda f, r, r0, mix: (1.0 - mix) * f + mix * r,
     "reranker": lambda f, r, r0, mix: r,  # q'.m' alone, for texts that have no fused score
 }
+
+
+def _std(values: Any) -> Any:
+    """Population standard deviation of a torch tensor or a numpy array."""
+    return values.std(correction=0) if isinstance(values, torch.Tensor) else values.std()
 
 
 _WEIGHTS_MAGIC = b"RMMW"
@@ -199,23 +204,21 @@ class Reranker:
              fused: Sequence[float], keep: int, *, explore: bool = False,
              generator: torch.Generator | None = None) -> Ranking:
         """Order the candidates and keep `keep`; with `explore`, Gumbel-top-k sampling."""
-        query = torch.from_numpy(np.asarray(query_vec, dtype=np.float32))
+        query = np.asarray(query_vec, dtype=np.float32)
         rows, mask = pack_rows(vectors)
-        fused_t = torch.as_tensor(np.asarray(fused, dtype=np.float32))
-        with torch.no_grad():
-            _, sims, r0 = _row_scores(weights, query.numpy(), rows.numpy(), mask.numpy())
-            r = torch.from_numpy(sims.max(axis=1).astype(np.float32))
-            scores = self.combine(fused_t, r, torch.from_numpy(r0), self.mix)
-            keys = scores / self.temperature
-            if explore:
-                uniform = torch.rand(keys.shape, generator=generator).clamp_(1e-12, 1 - 1e-7)
-                keys = keys - torch.log(-torch.log(uniform))
+        fused_a = np.asarray(fused, dtype=np.float32)
+        _, sims, r0 = _row_scores(weights, query, rows.numpy(), mask.numpy())
+        scores = self.combine(fused_a, sims.max(axis=1).astype(np.float32), r0, self.mix)
+        keys = scores / self.temperature
+        if explore:
+            uniform = torch.rand(keys.shape, generator=generator).clamp_(1e-12, 1 - 1e-7)
+            keys = keys - np.log(-np.log(uniform.numpy()))
         keep = min(keep, len(vectors))
-        picked = torch.argsort(keys, descending=True, stable=True)[:keep].tolist()
+        picked = np.argsort(-keys, kind="stable")[:keep].tolist()
         chosen = set(picked)
-        rest = [i for i in torch.argsort(scores, descending=True, stable=True).tolist()
-                if i not in chosen]
-        return Ranking(query, rows, mask, fused_t, picked + rest, keep, scores.numpy())
+        rest = [i for i in np.argsort(-scores, kind="stable").tolist() if i not in chosen]
+        return Ranking(torch.from_numpy(query), rows, mask, torch.from_numpy(fused_a),
+                       picked + rest, keep, scores)
 
     def gradient(self, weights: Weights, ranking: Ranking,
                  rewards: Sequence[float]) -> tuple[LowRank, LowRank]:
@@ -400,16 +403,17 @@ class LearnedReranker:
                                    batch=config.reranker_batch)
 
     def rerank(self, user_id: str, query_vec: np.ndarray, candidates: Sequence[MemoryHit],
-               keep: int, *, explore: bool = False) -> tuple[list[MemoryHit], Ranking | None]:
-        """The best `keep` candidates under the current weights, and what feedback needs."""
-        vectors = self.store.memory_vectors(user_id, [h.memory.id for h in candidates])
-        candidates = [h for h in candidates if h.memory.id in vectors]  # gone since indexing
+               vectors: Sequence[np.ndarray], keep: int, *, explore: bool = False
+               ) -> tuple[list[MemoryHit], Ranking | None]:
+        """The best `keep` candidates under the current weights, and what feedback needs.
+
+        `vectors` are each candidate's vector rows (its own, then its turns'), as indexed.
+        """
         if not candidates:
             return [], None
         name = WeightStore.name(self.scope, user_id)
         weights = self.weights.load(name, len(query_vec))
-        ranking = self.reranker.rank(weights, query_vec,
-                                     [vectors[h.memory.id] for h in candidates],
+        ranking = self.reranker.rank(weights, query_vec, vectors,
                                      [h.score for h in candidates], keep, explore=explore)
         ranking.name, ranking.user_id = name, user_id
         ranking.ids = [h.memory.id for h in candidates]

@@ -247,3 +247,22 @@ def test_in_memory_store(embedder):
     mem = ReflectiveMemory.open(":memory:", embedder=embedder)
     mem.add_session(PAINTING, user_id="u1")
     assert mem.search("what does Melanie paint", user_id="u1", k=1)[0].refs
+
+
+def test_a_memory_gone_since_the_index_snapshot_drops_out_of_search(open_memory, monkeypatch):
+    """Another process may delete memories between the index snapshot and reading their
+    rows; the hits left must keep their own scores, not shift onto their neighbours'."""
+    mem = open_memory()
+    mem.add_session(PAINTING, user_id="u1", session_id="a")
+    mem.add_session(ADOPTION, user_id="u1", session_id="b")
+    query = "Which agency is Caroline using to adopt?"
+    full = mem.search(query, user_id="u1", k=5)
+    gone = full.candidates[0].memory.id
+    read = mem.store.memories
+    monkeypatch.setattr(mem.store, "memories", lambda user_id, ids=None, **kw: [
+        m for m in read(user_id, ids, **kw) if m.id != gone])
+    res = mem.search(query, user_id="u1", k=5)
+    assert gone not in {c.memory.id for c in res.candidates}
+    before = {c.memory.id: c.score for c in full.candidates}
+    assert res.candidates and all(c.score == before[c.memory.id] for c in res.candidates)
+    assert [c.rank for c in res.candidates] == list(range(len(res.candidates)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rmm_core.index import DEPTH, EXACT_LIMIT, UserIndex
+from rmm_core.index import DEPTH, EXACT_LIMIT, LEXICAL_DEPTH, UserIndex
 from rmm_core.storage.base import IndexData
 
 WORDS = ("garden hiking piano budget wedding puppy novel pottery marathon sushi museum lake "
@@ -62,7 +62,7 @@ def test_shortlist_keeps_a_lexical_only_match(bank):
 
 
 def test_small_banks_are_always_exhaustive(embedder):
-    n = 2 * DEPTH
+    n = 2 * (DEPTH + LEXICAL_DEPTH)
     vectors = embedder.embed([f"note {i}" for i in range(50)])
     data = IndexData(1, [f"m{i}" for i in range(n)], [f"note {i % 50}" for i in range(n)],
                      vectors[np.arange(n) % 50], np.arange(n), [])
@@ -71,4 +71,4 @@ def test_small_banks_are_always_exhaustive(embedder):
     assert list(index.search("note 7", vec, top=10, exact=False).positions) == \
         list(index.search("note 7", vec, top=10, exact=True).positions)
     assert index._ann is None  # no approximate index was built
-    assert EXACT_LIMIT > 2 * DEPTH
+    assert EXACT_LIMIT > 2 * (DEPTH + LEXICAL_DEPTH)
