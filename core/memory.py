@@ -23,7 +23,7 @@ from .llm import as_llm
 from .pipeline import build_pipeline
 from .reconcile import Reconciler
 from .reflect import Pipeline, Reflector
-from .rerank import LearnedReranker
+from .rerank import LearnedReranker, forget_reranker
 from .scm import Recall, SCMController
 from .segment import Segmenter
 from .storage import open_store
@@ -283,7 +283,8 @@ class ReflectiveMemory:
         return self.store.memories(check_id(user_id, "user_id"))
 
     def forget(self, *, user_id: str) -> None:
-        """Delete every turn, session, memory, version and vector of the user."""
+        """Delete every turn, session, memory, version and vector of the user, and their own
+        reranker weights (scope "user")."""
         user_id = check_id(user_id, "user_id")
         forget_user(self.store, user_id)
         with self._index_lock:
@@ -346,8 +347,10 @@ class ReflectiveMemory:
 
 
 def forget_user(store: Store, user_id: str) -> None:
-    """Delete the user's turns, sessions, memories, workflows and working context."""
+    """Delete the user's turns, sessions, memories, workflows, working context and own
+    reranker weights."""
     store.forget(user_id)
+    forget_reranker(store, user_id)
     forget_workflows(store, user_id)
     forget_working(store, user_id)
 

@@ -318,7 +318,7 @@ class WeightStore:
                 base_version, blob = self.store.load_state(name)
                 if base_version != version:
                     continue  # compacted between the two reads
-                weights = Weights.from_bytes(blob) if blob is not None else Weights.zeros(dim)
+                weights = Weights.from_bytes(blob) if blob else Weights.zeros(dim)  # b"": erased
                 seen = frozenset()
             new = [q for q in seqs if q not in seen]
             if new:
@@ -446,6 +446,16 @@ class LearnedReranker:
 
     def flush(self) -> None:
         self.weights.flush()
+
+
+def forget_reranker(store: Store, user_id: str) -> None:
+    """Erase the user's own reranker weights and logged steps (scope "user"); the global
+    weights, shared by every user, stay."""
+    name = WeightStore.name("user", user_id)
+    while True:
+        version, seqs = store.state_log(name)
+        if (not version and not seqs) or store.compact_state(name, version, b"", seqs):
+            return
 
 
 def cited_ids(cited: Any) -> list[str]:

@@ -237,6 +237,28 @@ def test_user_scope_keeps_weights_apart(open_memory):
     assert logged(mem.store) == 0
 
 
+def test_forget_erases_the_users_own_weights_and_keeps_the_others(open_memory):
+    mem = open_memory(reranker_scope="user")
+    dim = mem.embedder.dim
+    for user in ("u1", "u2"):
+        for i, text in enumerate(TOPICS[:3]):
+            mem.add_session([{"speaker": "user", "text": text}], user_id=user,
+                            session_id=f"s{i}")
+        res = mem.search("cello lessons", user_id=user, k=2)
+        mem.feedback(res, cited=[res[0].memory.id])
+    assert mem._reranker.weights.load("reranker/user/u1", dim).steps == 1  # now cached
+    mem.forget(user_id="u1")
+    assert logged(mem.store, "reranker/user/u1") == 0
+    erased = mem._reranker.weights.load("reranker/user/u1", dim)
+    assert erased.steps == 0 and not erased.w_q.any() and not erased.w_m.any()
+    assert open_memory()._reranker.weights.load("reranker/user/u1", dim).steps == 0
+    assert mem._reranker.weights.load("reranker/user/u2", dim).steps == 1
+    mem.add_session([{"speaker": "user", "text": TOPICS[0]}], user_id="u1", session_id="s9")
+    res = mem.search("cello lessons", user_id="u1", k=1)
+    mem.feedback(res, cited=[])  # learning starts again from zero
+    assert mem._reranker.weights.load("reranker/user/u1", dim).steps == 1
+
+
 def test_batching_writes_every_n_and_flushes_on_close(bank, open_memory, store_target):
     bank.close()
     mem = open_memory(reranker_batch=3)
