@@ -429,10 +429,12 @@ class LearnedReranker:
         if not isinstance(ranking, Ranking):
             raise FeedbackError("this search result has no hits: there is nothing to learn from")
         rewards = rewards_for(ranking, cited_ids(cited), [h.memory.id for h in result.hits])
+        # the gradient before the claim: if it fails, the result can still take feedback
+        weights = self.weights.current(ranking.name, int(ranking.query.shape[0]))
+        grads = self.reranker.gradient(weights, ranking, rewards)
         if not self.store.claim_feedback(result.id, result.user_id):
             raise FeedbackError(f"search result {result.id} already had its feedback")
-        weights = self.weights.current(ranking.name, int(ranking.query.shape[0]))
-        self.weights.add(ranking.name, self.reranker.gradient(weights, ranking, rewards))
+        self.weights.add(ranking.name, grads)
 
     def learned_scores(self, user_id: str, query_vec: np.ndarray,
                        vectors: Sequence[np.ndarray]) -> list[float]:

@@ -218,6 +218,15 @@ def test_feedback_once_only_and_bad_citations_lose_nothing(bank):
     assert logged(bank.store) == 1
 
 
+def test_feedback_that_fails_leaves_the_result_unclaimed(bank):
+    res = bank.search("where is the wedding?", user_id="u1", k=2)
+    bank.store.save_state("reranker/global", 0, Weights.zeros(8).to_bytes())  # wrong dim
+    bank._reranker.weights._cache.clear()  # as in a process that has not read them yet
+    with pytest.raises(StorageError, match="dimension"):
+        bank.feedback(res, cited=[])
+    assert bank.store.claim_feedback(res.id, "u1")  # the failed call did not use it up
+
+
 def test_feedback_on_an_empty_result_is_a_typed_error(bank):
     res = bank.search("anything", user_id="nobody", k=3)
     with pytest.raises(FeedbackError, match="no hits"):
