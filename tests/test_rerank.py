@@ -330,3 +330,20 @@ def test_outer_product_gradient_equals_autograd_through_the_full_scores():
     loss.backward()
     torch.testing.assert_close(g_q.matrix(), w_q.grad, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(g_m.matrix(), w_m.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_supervised_bound_fits_the_train_questions(locomo_path):
+    """The bench's bound trains the reranker's own maps on oracle labels: fitted on a
+    conversation's questions, it must rank more of their evidence into the top 5."""
+    from rmm_core.bench.locomo import load_locomo
+    from rmm_core.bench.rerank import supervised_bound
+
+    conv = load_locomo(locomo_path, select=[1])[0]
+    conv.questions[:] = conv.questions[:60]
+    with ReflectiveMemory.open(":memory:", progress=False) as mem:
+        mem.add_sessions([{"turns": s.turns, "session_id": s.session_id,
+                           "started_at": s.started_at} for s in conv.sessions],
+                         user_id=conv.sample_id)
+        bound = supervised_bound(mem, [conv], [conv], epochs=40, lr=1e-3)
+    assert bound["train_before"] == bound["test_before"] < 100
+    assert bound["train_after"] >= bound["train_before"] + 5

@@ -22,12 +22,13 @@ import torch
 from ..embed import default_embedder
 from ..errors import MissingDependencyError
 from ..memory import ReflectiveMemory
-from ..rerank import Weights
+from ..rerank import Ranking, Reranker, Weights
 from .locomo import Conversation, load_locomo
 from .metrics import r_any, r_tok
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from torch import Tensor
 
 RTOK_DEPTH = 100
 """Hits ranked for Rtok@1000: enough to fill the budget."""
@@ -43,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="MemoryConfig override, e.g. reranker_mix=5 (repeatable)")
+    parser.add_argument("--bound-epochs", type=int, default=0,
+                        help="also fit the same maps with full supervision for this many "
+                             "epochs (Adam, listwise) and report held-out R_any@5: how far "
+                             "this reranker can go on these conversations at all (0 = off)")
+    parser.add_argument("--bound-lr", type=float, default=1e-4, help="Adam step of the bound")
 
 
 
@@ -83,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
         shares, feedback_ms = train(mem, [convs[i] for i in train_ids])
         after = evaluate(mem, [convs[i] for i in test_ids])
         rerank_ms = time_rerank(mem, convs[test_ids[0]])
+        bound = supervised_bound(mem, [convs[i] for i in train_ids],
+                                 [convs[i] for i in test_ids], epochs=args.bound_epochs,
+                                 lr=args.bound_lr) if args.bound_epochs > 0 else None
         steps = mem._reranker.weights.current("reranker/global", embedder.dim).steps
         mem.close()
     curve = share_curve(shares, args.window)
@@ -92,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
                "feedback_ms_p95": float(np.percentile(feedback_ms, 95)),
                "rerank20_ms_median": float(np.median(rerank_ms)),
                "rerank20_ms_p95": float(np.percentile(rerank_ms, 95)),
-               "settings": settings}
+               "settings": settings, "supervised_bound": bound}
     print(report(figures, test_ids, args.window))
     if args.plot:
         plot_curve(curve, args.window, args.plot)
@@ -129,6 +138,56 @@ def train(mem: ReflectiveMemory, convs: list[Conversation]) -> tuple[list[float]
             mem.feedback(result, cited)
             ms.append(1000 * (time.perf_counter() - start))
     return shares, ms
+
+
+def supervised_bound(mem: ReflectiveMemory, train: list[Conversation],
+                     test: list[Conversation], *, epochs: int, lr: float) -> dict[str, float]:
+    """Fit W_q, W_m as well as labels allow: softmax over each train question's K candidates
+    towards the cited ones, full batch, Adam. R_any@5 of the candidates re-ordered by the fit
+    (exploration off), before and after, on train and held-out questions."""
+    reranker = mem._reranker.reranker
+    train_set, test_set = _labelled(mem, train), _labelled(mem, test)
+    fitted = Weights.zeros(mem.embedder.dim)
+    fitted.w_q.requires_grad_(True)
+    fitted.w_m.requires_grad_(True)
+    optimiser = torch.optim.Adam([fitted.w_q, fitted.w_m], lr=lr)
+    for _ in range(epochs):
+        loss = torch.zeros(())
+        for ranking, cited in train_set:
+            if cited.any():
+                logits = reranker.scores(fitted, ranking.query, ranking.rows, ranking.mask,
+                                         ranking.fused) / reranker.temperature
+                loss = loss - (torch.log_softmax(logits, 0)[cited]).mean()
+        optimiser.zero_grad()
+        (loss / len(train_set)).backward()
+        optimiser.step()
+    zeros = Weights.zeros(mem.embedder.dim)
+    return {"epochs": epochs, "lr": lr,
+            "train_before": _r_any5(reranker, zeros, train_set),
+            "train_after": _r_any5(reranker, fitted, train_set),
+            "test_before": _r_any5(reranker, zeros, test_set),
+            "test_after": _r_any5(reranker, fitted, test_set)}
+
+
+def _labelled(mem: ReflectiveMemory, convs: list[Conversation]) -> list[tuple[Ranking, Tensor]]:
+    """Each question's ranking inputs and which of its K candidates hold gold evidence."""
+    out = []
+    for conv in convs:
+        for q in conv.questions:
+            result = mem.search(q.question, user_id=conv.sample_id, k=5)
+            ranking = result.state.get("ranking")
+            if ranking is not None:
+                out.append((ranking, torch.tensor([bool(set(h.refs) & q.evidence)
+                                                   for h in result.candidates])))
+    return out
+
+
+def _r_any5(reranker: Reranker, weights: Weights,
+            examples: list[tuple[Ranking, Tensor]]) -> float:
+    with torch.no_grad():
+        found = [bool(cited[reranker.scores(weights, r.query, r.rows, r.mask, r.fused)
+                            .topk(min(5, len(cited))).indices].any()) for r, cited in examples]
+    return 100 * float(np.mean(found))
 
 
 def share_curve(shares: list[float], window: int) -> list[float]:
@@ -173,6 +232,12 @@ def report(figures: dict, test_ids: list[str], window: int) -> str:
         f"rerank 20 candidates: median {figures['rerank20_ms_median']:.3f} ms, "
         f"p95 {figures['rerank20_ms_p95']:.3f} ms",
     ]
+    bound = figures.get("supervised_bound")
+    if bound:
+        lines.append(
+            f"supervised bound ({bound['epochs']} epochs, Adam {bound['lr']:g}), R_any@5: "
+            f"train {bound['train_before']:.1f} -> {bound['train_after']:.1f}, held-out "
+            f"{bound['test_before']:.1f} -> {bound['test_after']:.1f}")
     return "\n".join(lines)
 
 
