@@ -13,8 +13,9 @@ class MemoryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     embedding_model: str | None = Field(
-        None, description="'minilm-int8' (default when None: ONNX, fastest), 'minilm' (the "
-                          "float model on torch), or a local sentence-transformers path.")
+        None, description="'minilm-int8' (default when None: the packaged MiniLM on OpenVINO, "
+                          "fastest), 'minilm-int8-onnx' (the same on onnxruntime), 'minilm' "
+                          "(the float model on torch), or a local sentence-transformers path.")
     candidates: int = Field(20, ge=1, le=1000,
                             description="Top-K retrieved before reranking keeps k (RMM's K).")
     lexical_weight: float = Field(1.0, ge=0.0, le=10.0,
