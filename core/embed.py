@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -114,8 +115,7 @@ class OpenVinoMiniLMEmbedder(_PackagedMiniLM):
     def __init__(self, *, batch_size: int = 8, threads: int | None = None,
                  max_tokens: int = 256) -> None:
         super().__init__(batch_size, max_tokens)
-        import openvino as ov
-
+        ov = _import_openvino_quietly()
         core = ov.Core()
         # one request serves batches and single queries alike: a one-thread request for
         # queries measured no faster in the search loop (7.8 to 8.2 ms either way at 100k)
@@ -127,6 +127,24 @@ class OpenVinoMiniLMEmbedder(_PackagedMiniLM):
 
     def _run(self, inputs: dict[str, np.ndarray], *, one: bool) -> np.ndarray:
         return self._request.infer(inputs)[0]
+
+
+def _import_openvino_quietly() -> Any:
+    """`import openvino` without its usage report: its model-conversion tools, imported with
+    it, send an "import" event to Google Analytics through `openvino-telemetry` unless the
+    user opted out. A memory layer must not phone home, so those tools get OpenVINO's own
+    telemetry stub. (Import openvino before rmm_core to keep the report.)"""
+    if "openvino" in sys.modules:
+        return sys.modules["openvino"]
+    blocked = "openvino_telemetry" not in sys.modules
+    if blocked:
+        sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]  # ImportError
+    try:
+        import openvino
+    finally:
+        if blocked and sys.modules.get("openvino_telemetry", 0) is None:
+            del sys.modules["openvino_telemetry"]
+    return openvino
 
 
 class OnnxMiniLMEmbedder(_PackagedMiniLM):

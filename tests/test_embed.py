@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -40,3 +43,16 @@ def test_default_is_openvino_and_names_pick_runtimes():
     assert isinstance(default_embedder(), OpenVinoMiniLMEmbedder)
     assert default_embedder("minilm-int8") is default_embedder()
     assert set(EMBEDDERS) >= {"minilm-int8", "minilm-int8-onnx", "minilm"}
+
+
+def test_openvino_is_imported_without_its_usage_report():
+    """`import openvino` alone loads openvino-telemetry, which reports the import to Google
+    Analytics; the embedder imports it with OpenVINO's stub in its place (fresh process)."""
+    code = ("import sys\n"
+            "from rmm_core.embed import OpenVinoMiniLMEmbedder\n"
+            "OpenVinoMiniLMEmbedder().embed(['hello'])\n"
+            "import openvino.tools.ovc.utils as tools\n"
+            "print(tools.tm.__name__, 'openvino_telemetry' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["openvino.tools.ovc.telemetry_stub", "False"]
