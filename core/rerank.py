@@ -19,7 +19,7 @@ import torch
 
 from .config import MemoryConfig
 from .errors import FeedbackError, InvalidInputError, StorageError
-from .storage.base import Store
+from .storage.base import Store, user_state_name
 from .types import Memory, MemoryHit, SearchResult
 
 Combine = Callable[[Any, Any, Any, float], Any]  # torch tensors or numpy arrays alike
@@ -301,7 +301,7 @@ class WeightStore:
 
     @staticmethod
     def name(scope: str, user_id: str) -> str:
-        return "reranker/global" if scope == "global" else f"reranker/user/{user_id}"
+        return "reranker/global" if scope == "global" else user_state_name(user_id, "reranker")
 
     def load(self, name: str, dim: int) -> Weights:
         """The newest weights: base plus every logged step (zeros before any feedback).

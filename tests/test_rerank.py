@@ -233,6 +233,9 @@ def test_feedback_on_an_empty_result_is_a_typed_error(bank):
         bank.feedback(res, cited=[])
 
 
+U1, U2 = WeightStore.name("user", "u1"), WeightStore.name("user", "u2")
+
+
 def test_user_scope_keeps_weights_apart(open_memory):
     mem = open_memory(reranker_scope="user")
     for user in ("u1", "u2"):
@@ -241,8 +244,8 @@ def test_user_scope_keeps_weights_apart(open_memory):
                             session_id=f"s{i}")
     res = mem.search("cello lessons", user_id="u1", k=2)
     mem.feedback(res, cited=[res[0].memory.id])
-    assert logged(mem.store, "reranker/user/u1") == 1
-    assert logged(mem.store, "reranker/user/u2") == 0
+    assert logged(mem.store, U1) == 1
+    assert logged(mem.store, U2) == 0
     assert logged(mem.store) == 0
 
 
@@ -255,17 +258,54 @@ def test_forget_erases_the_users_own_weights_and_keeps_the_others(open_memory):
                             session_id=f"s{i}")
         res = mem.search("cello lessons", user_id=user, k=2)
         mem.feedback(res, cited=[res[0].memory.id])
-    assert mem._reranker.weights.load("reranker/user/u1", dim).steps == 1  # now cached
+    assert mem._reranker.weights.load(U1, dim).steps == 1  # now cached
     mem.forget(user_id="u1")
-    assert logged(mem.store, "reranker/user/u1") == 0
-    erased = mem._reranker.weights.load("reranker/user/u1", dim)
+    assert logged(mem.store, U1) == 0
+    erased = mem._reranker.weights.load(U1, dim)
     assert erased.steps == 0 and not erased.w_q.any() and not erased.w_m.any()
-    assert open_memory()._reranker.weights.load("reranker/user/u1", dim).steps == 0
-    assert mem._reranker.weights.load("reranker/user/u2", dim).steps == 1
+    assert "u1" not in U1  # the erased row's name does not keep the forgotten user's id
+    assert open_memory()._reranker.weights.load(U1, dim).steps == 0
+    assert mem._reranker.weights.load(U2, dim).steps == 1
     mem.add_session([{"speaker": "user", "text": TOPICS[0]}], user_id="u1", session_id="s9")
     res = mem.search("cello lessons", user_id="u1", k=1)
     mem.feedback(res, cited=[])  # learning starts again from zero
-    assert mem._reranker.weights.load("reranker/user/u1", dim).steps == 1
+    assert mem._reranker.weights.load(U1, dim).steps == 1
+
+
+@pytest.mark.backends
+def test_schema_2_per_user_weights_move_to_hashed_names(open_memory, store_target):
+    """Before schema 3, per-user weights were named `reranker/user/<id>`; opening renames them."""
+    mem = open_memory(reranker_scope="user")
+    mem.add_session([{"speaker": "user", "text": TOPICS[0]}], user_id="u1", session_id="s1")
+    res = mem.search("cello lessons", user_id="u1", k=1)
+    mem.feedback(res, cited=[res[0].memory.id])
+    mem.close()
+    _raw_sql(store_target, [
+        ("UPDATE state_deltas SET name = 'reranker/user/u1' WHERE name = {}", U1),
+        ("UPDATE named_state SET name = 'reranker/user/u1' WHERE name = {}", U1),
+        ("UPDATE meta SET value = '2' WHERE key = {}", "schema_version")])
+    mem = open_memory(reranker_scope="user")
+    assert logged(mem.store, "reranker/user/u1") == 0
+    assert mem._reranker.weights.load(U1, mem.embedder.dim).steps == 1
+
+
+def _raw_sql(target: str, statements: list[tuple[str, str]]) -> None:
+    """Run `sql.format(placeholder)` with one parameter on the store's database directly."""
+    if "rmm_schema=" not in target:
+        import sqlite3
+
+        with sqlite3.connect(target) as conn:
+            for sql, param in statements:
+                conn.execute(sql.format("?"), (param,))
+        return
+    import psycopg
+    from backends import split_target
+
+    url, schema = split_target(target)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {schema}, public")
+        for sql, param in statements:
+            conn.execute(sql.format("%s"), (param,))
 
 
 def test_batching_writes_every_n_and_flushes_on_close(bank, open_memory, store_target):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -13,11 +13,22 @@ import numpy as np
 
 from ..types import Memory, Turn
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+_LEGACY_RERANKER_PREFIX = "reranker/user/"
 
 
-def _user_state_name(user_id: str, name: str) -> str:
+def user_state_name(user_id: str, name: str) -> str:
+    """The named-state key of a user's own blob: a hash of the user id, so that an erased
+    blob's row does not keep the id of a forgotten user."""
     return f"user:{hashlib.sha256(user_id.encode()).hexdigest()}:{name}"
+
+
+def legacy_state_renames(names: Iterable[str]) -> list[tuple[str, str]]:
+    """Schema 3: per-user reranker state named `reranker/user/<id>` moves to its hashed
+    name; (old, new) for each such name."""
+    return [(n, user_state_name(n[len(_LEGACY_RERANKER_PREFIX):], "reranker"))
+            for n in names if n.startswith(_LEGACY_RERANKER_PREFIX)]
 
 
 @dataclass(slots=True)
@@ -206,13 +217,13 @@ class Store(ABC):
     # under a hash of the user id, so every backend has them without new tables
     def load_user_state(self, user_id: str, name: str) -> tuple[int, bytes | None]:
         """A user's named blob with its version; (version, None) when absent or cleared."""
-        version, blob = self.load_state(_user_state_name(user_id, name))
+        version, blob = self.load_state(user_state_name(user_id, name))
         return version, blob or None
 
     def save_user_state(self, user_id: str, name: str, expected_version: int,
                         blob: bytes) -> bool:
         """Compare-and-set of a user's named blob, as `save_state`."""
-        return self.save_state(_user_state_name(user_id, name), expected_version, blob)
+        return self.save_state(user_state_name(user_id, name), expected_version, blob)
 
     def clear_user_state(self, user_id: str, name: str) -> None:
         """Erase a user's named blob (part of forgetting the user)."""

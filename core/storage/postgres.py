@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from ..errors import MissingDependencyError, StorageError
-from .base import SCHEMA_VERSION
+from .base import SCHEMA_VERSION, legacy_state_renames
 from .sql import APP_ID, SQLStore
 
 MIGRATIONS: dict[int, str] = {
@@ -66,6 +66,7 @@ CREATE TABLE state_deltas (
     blob BYTEA NOT NULL);
 CREATE INDEX state_deltas_by_name ON state_deltas (name, seq);
 """,
+    3: "",  # data only: per-user reranker state renamed (`legacy_state_renames`)
 }
 """Schema version → DDL that brings the previous version to it; applied in order on open."""
 
@@ -200,7 +201,14 @@ class PostgresStore(SQLStore):
                 raise StorageError(f"schema {self.schema!r} has version {version}; this "
                                    f"rmm_core knows up to {SCHEMA_VERSION}: upgrade the package")
             for step in range(version + 1, SCHEMA_VERSION + 1):
-                conn.execute(MIGRATIONS[step])
+                if MIGRATIONS[step]:
+                    conn.execute(MIGRATIONS[step])
+            if 0 < version < 3:
+                names = conn.execute("SELECT name FROM named_state UNION "
+                                     "SELECT DISTINCT name FROM state_deltas").fetchall()
+                for old, new in legacy_state_renames(n for (n,) in names):
+                    conn.execute("UPDATE named_state SET name = %s WHERE name = %s", (new, old))
+                    conn.execute("UPDATE state_deltas SET name = %s WHERE name = %s", (new, old))
             if version == 0:
                 conn.execute("INSERT INTO meta VALUES ('app', %s)", (APP_ID,))
             conn.execute("INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT (key) "
