@@ -356,6 +356,21 @@ class WeightStore:
         self._step(name, g_q, g_m, count)
         return True
 
+    def add_for_result(self, name: str, grads: tuple[LowRank, LowRank], result_id: str,
+                       user_id: str) -> bool:
+        """`add` for one search result's feedback, after claiming the result; False (nothing
+        queued or logged) if it already had its feedback. Unbatched, the claim and the
+        logged step are one transaction: a crash keeps both or neither."""
+        if self.batch > 1:  # queued gradients live in memory until their step anyway
+            if not self.store.claim_feedback(result_id, user_id):
+                return False
+            self.add(name, grads)
+            return True
+        if not self.store.claim_feedback(result_id, user_id, (name, self._delta(*grads, 1))):
+            return False
+        self._compact_if_due(name, grads[0].left.shape[1])
+        return True
+
     def flush(self) -> None:
         """Log every queued gradient now (called on close)."""
         with self._lock:
@@ -364,12 +379,17 @@ class WeightStore:
             self._step(name, g_q, g_m, count)
 
     def _step(self, name: str, g_q: LowRank, g_m: LowRank, count: int) -> None:
+        self.store.append_state_delta(name, self._delta(g_q, g_m, count))
+        self._compact_if_due(name, g_q.left.shape[1])
+
+    def _delta(self, g_q: LowRank, g_m: LowRank, count: int) -> bytes:
+        """The logged form of a step: the gradients scaled by -lr."""
         rate = -self.learning_rate
-        self.store.append_state_delta(name, delta_to_bytes(g_q.scaled(rate), g_m.scaled(rate),
-                                                           count))
-        version, seqs = self.store.state_log(name)
-        if len(seqs) >= self.compact_every:
-            self.compact(name, g_q.left.shape[1])
+        return delta_to_bytes(g_q.scaled(rate), g_m.scaled(rate), count)
+
+    def _compact_if_due(self, name: str, dim: int) -> None:
+        if len(self.store.state_log(name)[1]) >= self.compact_every:
+            self.compact(name, dim)
 
     def compact(self, name: str, dim: int) -> bool:
         """Fold the logged steps into a new base; False when another writer did it first."""
@@ -432,9 +452,8 @@ class LearnedReranker:
         # the gradient before the claim: if it fails, the result can still take feedback
         weights = self.weights.current(ranking.name, int(ranking.query.shape[0]))
         grads = self.reranker.gradient(weights, ranking, rewards)
-        if not self.store.claim_feedback(result.id, result.user_id):
+        if not self.weights.add_for_result(ranking.name, grads, result.id, result.user_id):
             raise FeedbackError(f"search result {result.id} already had its feedback")
-        self.weights.add(ranking.name, grads)
 
     def learned_scores(self, user_id: str, query_vec: np.ndarray,
                        vectors: Sequence[np.ndarray]) -> list[float]:

@@ -227,6 +227,23 @@ def test_feedback_that_fails_leaves_the_result_unclaimed(bank):
     assert bank.store.claim_feedback(res.id, "u1")  # the failed call did not use it up
 
 
+def test_a_step_that_cannot_be_logged_leaves_the_result_unclaimed(bank, store_target):
+    """Claiming a result and logging its step are one transaction: when the log write fails
+    (here a trigger stands in for a full disk), the claim is rolled back with it."""
+    import sqlite3
+
+    res = bank.search("marathon time", user_id="u1", k=2)
+    with sqlite3.connect(store_target) as conn:
+        conn.execute("CREATE TRIGGER full BEFORE INSERT ON state_deltas "
+                     "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    with pytest.raises(StorageError, match="disk is full"):
+        bank.feedback(res, cited=[res[0].memory.id])
+    with sqlite3.connect(store_target) as conn:
+        conn.execute("DROP TRIGGER full")
+    bank.feedback(res, cited=[res[0].memory.id])  # not "already had its feedback"
+    assert logged(bank.store) == 1
+
+
 def test_feedback_on_an_empty_result_is_a_typed_error(bank):
     res = bank.search("anything", user_id="nobody", k=3)
     with pytest.raises(FeedbackError, match="no hits"):

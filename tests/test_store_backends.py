@@ -121,6 +121,9 @@ def test_named_state_compare_and_set_feedback_claims_and_usage(store):
     assert store.load_state("w") == (1, b"one")
     assert store.save_state("w", 1, b"two") and store.load_state("w") == (2, b"two")
     assert store.claim_feedback("r1", "u") and not store.claim_feedback("r1", "u")
+    assert store.claim_feedback("r2", "u", ("w", b"step"))  # claim and logged step at once
+    assert not store.claim_feedback("r2", "u", ("w", b"again"))
+    assert list(store.state_deltas("w", store.state_log("w")[1]).values()) == [b"step"]
     store.add_usage("u", "s", {"calls": 2, "prompt_tokens": 10})
     store.add_usage("u", "s", {"calls": 1, "completion_tokens": 5, "failures": 1})
     store.add_usage("v", "s", {"calls": 7})

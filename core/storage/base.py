@@ -233,8 +233,11 @@ class Store(ABC):
                 return
 
     @abstractmethod
-    def claim_feedback(self, result_id: str, user_id: str) -> bool:
-        """Record that a search result got its feedback; False if it already had."""
+    def claim_feedback(self, result_id: str, user_id: str,
+                       state_delta: tuple[str, bytes] | None = None) -> bool:
+        """Record that a search result got its feedback and, in the same transaction, append
+        `state_delta` (name, blob) as `append_state_delta` would; False, and nothing
+        appended, if the result already had its feedback."""
 
     # usage accounting ---------------------------------------------------------------------
     @abstractmethod

@@ -449,11 +449,15 @@ class SQLStore(Store):
                        f"({_marks(len(chunk))})", (name, *chunk))
             return True
 
-    def claim_feedback(self, result_id: str, user_id: str) -> bool:
+    def claim_feedback(self, result_id: str, user_id: str,
+                       state_delta: tuple[str, bytes] | None = None) -> bool:
         with self._tx(f"user:{user_id}") as db:
-            return db.run("INSERT INTO feedback_log (result_id, user_id, at) VALUES (?, ?, ?) "
-                          "ON CONFLICT (result_id) DO NOTHING",
-                          (result_id, user_id, time.time())) == 1
+            if db.run("INSERT INTO feedback_log (result_id, user_id, at) VALUES (?, ?, ?) "
+                      "ON CONFLICT (result_id) DO NOTHING", (result_id, user_id, time.time())) != 1:
+                return False
+            if state_delta is not None:
+                db.run("INSERT INTO state_deltas (name, blob) VALUES (?, ?)", state_delta)
+            return True
 
     # usage --------------------------------------------------------------------------------------
     def add_usage(self, user_id: str, session_id: str, usage: dict[str, Any]) -> None:
