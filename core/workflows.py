@@ -25,7 +25,7 @@ import numpy as np
 from .embed import Embedder
 from .errors import InvalidInputError, StorageError
 from .parse import ParseError, ask, load_json, with_fallback
-from .storage.base import Store
+from .storage.base import Store, user_state_name
 from .types import check_id, utcnow
 
 STATE_PREFIX = "workflows/"
@@ -412,7 +412,7 @@ class WorkflowMemory:
         return _unique(result)
 
     def _load(self, owner: str) -> tuple[int, list[tuple[Workflow, np.ndarray]]]:
-        version, blob = self.store.load_state(STATE_PREFIX + owner)
+        version, blob = self.store.load_state(_state_name(owner))
         if not blob:
             return version, []
         try:
@@ -427,7 +427,7 @@ class WorkflowMemory:
             version, stored = self._load(owner)
             rows = [{"workflow": asdict(w), "vector": base64.b64encode(
                 np.asarray(v, dtype=np.float32).tobytes()).decode()} for w, v in change(stored)]
-            if self.store.save_state(STATE_PREFIX + owner, version, json.dumps(rows).encode()):
+            if self.store.save_state(_state_name(owner), version, json.dumps(rows).encode()):
                 return
         raise StorageError(f"workflows of {owner} kept changing under {attempts} attempts")
 
@@ -443,11 +443,18 @@ def as_workflow_memory(memory: Any) -> WorkflowMemory:
 
 def forget_workflows(store: Store, user_id: str) -> None:
     """Drop a user's workflows (what `ReflectiveMemory.forget` calls)."""
-    name = STATE_PREFIX + owner_key(user_id, None)
+    name = _state_name(owner_key(user_id, None))
     for _ in range(20):
         version, blob = store.load_state(name)
         if blob is None or store.save_state(name, version, b"[]"):
             return
+
+
+def _state_name(owner: str) -> str:
+    """An agent's workflows by its name; a user's under a hash of the user id, so that the
+    row `forget` empties does not keep the id."""
+    kind, _, ident = owner.partition("/")
+    return user_state_name(ident, "workflows") if kind == "user" else STATE_PREFIX + owner
 
 
 def _unique(flows: list[Workflow]) -> list[Workflow]:

@@ -16,6 +16,7 @@ import torch
 from rmm_core import FeedbackError, InvalidInputError, ReflectiveMemory
 from rmm_core.errors import StorageError
 from rmm_core.rerank import LowRank, Reranker, Weights, WeightStore, pack_rows
+from rmm_core.storage.base import user_state_name
 from rmm_core.storage.sqlite import SQLiteStore
 
 TOPICS = [
@@ -290,20 +291,26 @@ def test_forget_erases_the_users_own_weights_and_keeps_the_others(open_memory):
 
 
 @pytest.mark.backends
-def test_schema_2_per_user_weights_move_to_hashed_names(open_memory, store_target):
-    """Before schema 3, per-user weights were named `reranker/user/<id>`; opening renames them."""
+def test_schema_2_per_user_state_moves_to_hashed_names(open_memory, store_target):
+    """Before schema 3, per-user weights and workflows were named `reranker/user/<id>` and
+    `workflows/user/<id>`; opening renames them to names under the hashed id."""
     mem = open_memory(reranker_scope="user")
     mem.add_session([{"speaker": "user", "text": TOPICS[0]}], user_id="u1", session_id="s1")
     res = mem.search("cello lessons", user_id="u1", k=1)
     mem.feedback(res, cited=[res[0].memory.id])
+    flows = user_state_name("u1", "workflows")
+    assert mem.store.save_state(flows, 0, b"[]")
     mem.close()
     _raw_sql(store_target, [
         ("UPDATE state_deltas SET name = 'reranker/user/u1' WHERE name = {}", U1),
         ("UPDATE named_state SET name = 'reranker/user/u1' WHERE name = {}", U1),
+        ("UPDATE named_state SET name = 'workflows/user/u1' WHERE name = {}", flows),
         ("UPDATE meta SET value = '2' WHERE key = {}", "schema_version")])
     mem = open_memory(reranker_scope="user")
     assert logged(mem.store, "reranker/user/u1") == 0
     assert mem._reranker.weights.load(U1, mem.embedder.dim).steps == 1
+    assert mem.store.load_state("workflows/user/u1") == (0, None)
+    assert mem.store.load_state(flows) == (1, b"[]")
 
 
 def _raw_sql(target: str, statements: list[tuple[str, str]]) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from rmm_core import ReflectiveMemory
 from rmm_core.errors import InvalidInputError
+from rmm_core.storage.base import user_state_name
 from rmm_core.workflows import (
     INDUCE_PROMPT,
     JUDGE_PROMPT,
@@ -83,6 +84,9 @@ def test_forget_user_drops_their_workflows(mem):
     mem.forget(user_id="u")
     assert mem.workflows.workflows(user_id="u") == []
     assert len(mem.workflows.workflows(user_id="v")) == 1
+    # the emptied row is named by a hash of the id, not by the id
+    assert mem.store.load_state(user_state_name("u", "workflows"))[1] == b"[]"
+    assert mem.store.load_state("workflows/user/u") == (0, None)
 
 
 def test_bad_input_is_a_typed_error(mem):

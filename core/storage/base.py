@@ -15,7 +15,8 @@ from ..types import Memory, Turn
 
 SCHEMA_VERSION = 3
 
-_LEGACY_RERANKER_PREFIX = "reranker/user/"
+_LEGACY_USER_STATE = {"reranker/user/": "reranker", "workflows/user/": "workflows"}
+"""Schema 2 names of per-user state (prefix + user id) → their name under the hashed id."""
 
 
 def user_state_name(user_id: str, name: str) -> str:
@@ -25,10 +26,11 @@ def user_state_name(user_id: str, name: str) -> str:
 
 
 def legacy_state_renames(names: Iterable[str]) -> list[tuple[str, str]]:
-    """Schema 3: per-user reranker state named `reranker/user/<id>` moves to its hashed
-    name; (old, new) for each such name."""
-    return [(n, user_state_name(n[len(_LEGACY_RERANKER_PREFIX):], "reranker"))
-            for n in names if n.startswith(_LEGACY_RERANKER_PREFIX)]
+    """Schema 3: per-user state named `reranker/user/<id>` or `workflows/user/<id>` moves
+    to its name under the hashed id; (old, new) for each such name."""
+    return [(n, user_state_name(n[len(prefix):], kind))
+            for n in names for prefix, kind in _LEGACY_USER_STATE.items()
+            if n.startswith(prefix)]
 
 
 @dataclass(slots=True)
