@@ -18,8 +18,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from ..errors import MissingDependencyError, StorageError
-from .base import SCHEMA_VERSION, legacy_state_renames
-from .sql import APP_ID, SQLStore
+from .base import SCHEMA_VERSION
+from .sql import APP_ID, SQLStore, rename_legacy_user_state
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -66,7 +66,7 @@ CREATE TABLE state_deltas (
     blob BYTEA NOT NULL);
 CREATE INDEX state_deltas_by_name ON state_deltas (name, seq);
 """,
-    3: "",  # data only: per-user reranker state renamed (`legacy_state_renames`)
+    3: "",  # data only: per-user state renamed (`rename_legacy_user_state`)
 }
 """Schema version → DDL that brings the previous version to it; applied in order on open."""
 
@@ -204,11 +204,7 @@ class PostgresStore(SQLStore):
                 if MIGRATIONS[step]:
                     conn.execute(MIGRATIONS[step])
             if 0 < version < 3:
-                names = conn.execute("SELECT name FROM named_state UNION "
-                                     "SELECT DISTINCT name FROM state_deltas").fetchall()
-                for old, new in legacy_state_renames(n for (n,) in names):
-                    conn.execute("UPDATE named_state SET name = %s WHERE name = %s", (new, old))
-                    conn.execute("UPDATE state_deltas SET name = %s WHERE name = %s", (new, old))
+                rename_legacy_user_state(_Tx(conn))
             if version == 0:
                 conn.execute("INSERT INTO meta VALUES ('app', %s)", (APP_ID,))
             conn.execute("INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT (key) "

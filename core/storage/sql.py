@@ -20,7 +20,15 @@ import numpy as np
 
 from ..errors import InvalidInputError, StorageError
 from ..types import Memory, MemoryVersion, Turn, utcnow
-from .base import AttrsUpdate, IndexData, MergeInto, NewMemory, SessionState, Store
+from .base import (
+    AttrsUpdate,
+    IndexData,
+    MergeInto,
+    NewMemory,
+    SessionState,
+    Store,
+    legacy_state_renames,
+)
 
 APP_ID = "rmm_core"
 
@@ -43,6 +51,15 @@ class Tx(Protocol):
     def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+
+def rename_legacy_user_state(db: Tx) -> None:
+    """The schema 3 data migration: per-user named state (and its logged steps) moves from
+    names holding the user id to names under its hash (`legacy_state_renames`)."""
+    names = db.all("SELECT name FROM named_state UNION SELECT DISTINCT name FROM state_deltas")
+    for old, new in legacy_state_renames(n for (n,) in names):
+        db.run("UPDATE named_state SET name = ? WHERE name = ?", (new, old))
+        db.run("UPDATE state_deltas SET name = ? WHERE name = ?", (new, old))
 
 
 def iso(value: datetime | None) -> str | None:

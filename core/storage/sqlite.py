@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import StorageError
-from .base import SCHEMA_VERSION, legacy_state_renames
-from .sql import APP_ID, SQLStore, new_memory_id
+from .base import SCHEMA_VERSION
+from .sql import APP_ID, SQLStore, new_memory_id, rename_legacy_user_state
 
 __all__ = ["SQLiteStore", "new_memory_id"]
 
@@ -156,11 +156,7 @@ class SQLiteStore(SQLStore):
                         f"to {SCHEMA_VERSION}: upgrade the package")
                 if version < SCHEMA_VERSION:  # the schema above created what was missing
                     if version < 3:
-                        names = db.all("SELECT name FROM named_state UNION "
-                                       "SELECT DISTINCT name FROM state_deltas")
-                        for old, new in legacy_state_renames(n for (n,) in names):
-                            db.run("UPDATE named_state SET name = ? WHERE name = ?", (new, old))
-                            db.run("UPDATE state_deltas SET name = ? WHERE name = ?", (new, old))
+                        rename_legacy_user_state(db)
                     db.run("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                            (str(SCHEMA_VERSION),))
 
