@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from .errors import InvalidInputError, MissingDependencyError
+from .tokens import WORD
 
 # Function words and chat filler; content words, names, numbers and dates are kept.
 FILLER_WORDS = frozenset("""
@@ -26,7 +26,6 @@ s t d ll re ve m don didn doesn isn aren wasn weren won wouldn can't couldn shou
 _MONTHS = frozenset(
     "january february march april may june july august september october november december"
     .split())
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*|[^\sA-Za-z0-9]")
 
 
 @runtime_checkable
@@ -46,7 +45,7 @@ class FillerCompressor:
         return [self._one(text) for text in texts]
 
     def _one(self, text: str) -> str:
-        kept = [tok for tok in _TOKEN.findall(text) if self._keep(tok)]
+        kept = [tok for tok in WORD.findall(text) if self._keep(tok)]
         return " ".join(kept)
 
     def _keep(self, token: str) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .storage.base import IndexData
+from .tokens import tokenize
 
 QUESTION_WORDS = frozenset(
     "what when where who whom whose which why how did does do has have had is are was were "
@@ -38,19 +39,6 @@ EXACT_LIMIT = 20_000
 """Banks up to this size are scored exhaustively; larger ones through an IVF shortlist."""
 
 
-def tokenize(texts: list[str], stemmer: Callable | None = None,
-             drop: frozenset[str] = frozenset()) -> list[list[str]]:
-    """BM25 tokens: lower-cased words, English stop words (and `drop`) removed, stemmed."""
-    import bm25s
-
-    tokens = bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
-    if drop:
-        tokens = [[t for t in row if t not in drop] for row in tokens]
-    if stemmer is not None:
-        tokens = [stemmer(row) if row else row for row in tokens]
-    return tokens
-
-
 def english_stemmer() -> Callable | None:
     """PyStemmer's English stemmer when installed (extra `stem`), else no stemming."""
     try:
@@ -58,6 +46,17 @@ def english_stemmer() -> Callable | None:
     except ImportError:
         return None
     return Stemmer.Stemmer("english").stemWords
+
+
+def bm25_index(corpus: list[list[str]]) -> Any:
+    """A bm25s index of tokenised texts, or None when no text has a term (bm25s needs one)."""
+    if not any(corpus):
+        return None
+    import bm25s
+
+    index = bm25s.BM25()
+    index.index(corpus, show_progress=False)
+    return index
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,13 +125,10 @@ class UserIndex:
         if not self.ids:
             return np.zeros(0, dtype=np.float32)
         if self._bm25 is None:  # threads may race here: each publishes a finished index
-            import bm25s
-
-            bm25 = bm25s.BM25()
-            bm25.index(tokenize(self._keys, self.stemmer), show_progress=False)
-            self._bm25 = bm25
+            index = bm25_index(tokenize(self._keys, self.stemmer))
+            self._bm25 = False if index is None else index  # False: no key has a term
         tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
-        if not tokens:
+        if not tokens or self._bm25 is False:
             return np.zeros(len(self.ids), dtype=np.float32)
         return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
 

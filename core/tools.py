@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInputError, RMMError
-from .index import english_stemmer, tokenize
+from .index import bm25_index, english_stemmer, tokenize
 from .types import Turn, check_id
 
 if TYPE_CHECKING:
@@ -161,15 +161,12 @@ TOOL_DESCRIPTIONS = {
 
 def search_turns(turns: list[Turn], query: str) -> list[Turn]:
     """BM25 over the raw turns (agent notes left out), best first; only turns that match."""
-    import bm25s
-
     turns = [t for t in turns if not (t.session_id or "").startswith(ARCHIVAL_PREFIX)]
     stemmer = english_stemmer()
     tokens = tokenize([query], stemmer)[0]
-    if not turns or not tokens:
+    index = bm25_index(tokenize([t.render() for t in turns], stemmer)) if tokens else None
+    if index is None:
         return []
-    index = bm25s.BM25()
-    index.index(tokenize([t.render() for t in turns], stemmer), show_progress=False)
     scores = index.get_scores(tokens)
     order = sorted((i for i in range(len(turns)) if scores[i] > 0), key=lambda i: -scores[i])
     return [turns[i] for i in order]

@@ -1,0 +1,58 @@
+"""One tokeniser for every script, shared by BM25 and the LLM-free compressor.
+
+A word is a run of letters, combining marks and digits of any script (`re`'s `\\w` lacks
+the marks, so it splits Devanagari or Thai words apart). Scripts written without spaces
+between words (Han, kana, Hangul, Thai, Lao, Khmer, Myanmar) give BM25 each character and
+each overlapping pair of characters, so "小狗" finds "我昨天在上海领养了一只小狗" and "狗"
+finds it too; words of other scripts are BM25 terms of two or more characters, as bm25s's
+default pattern makes them.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable, Iterable
+
+import regex
+
+_LETTER = r"[\p{L}\p{M}\p{N}]"
+_UNSPACED = "".join(rf"\p{{scx={script}}}" for script in (
+    "Han", "Hiragana", "Katakana", "Hangul", "Thai", "Lao", "Khmer", "Myanmar"))
+
+WORD = regex.compile(rf"{_LETTER}(?:{_LETTER}|['’\-])*|\S")
+"""The compressor's tokens: words (apostrophes and hyphens kept inside), else one symbol."""
+
+_TERM = regex.compile(
+    rf"(?V1)(?P<run>[[\p{{L}}\p{{M}}\p{{N}}]&&[{_UNSPACED}]]+)"
+    rf"|[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED}]]{{2,}}")
+_GRAPHEME = regex.compile(r"\X")
+
+
+def terms(text: str) -> list[str]:
+    """BM25 terms of one text: NFKC-normalised, lower-cased words, and for unspaced
+    scripts each character (grapheme) and each overlapping pair of them."""
+    out: list[str] = []
+    for match in _TERM.finditer(unicodedata.normalize("NFKC", text).lower()):
+        if match["run"] is None:
+            out.append(match[0])
+            continue
+        chars = _GRAPHEME.findall(match["run"])
+        out += chars
+        out += [a + b for a, b in zip(chars, chars[1:])]
+    return out
+
+
+def tokenize(texts: Iterable[str], stemmer: Callable | None = None,
+             drop: Iterable[str] = ()) -> list[list[str]]:
+    """BM25 tokens of each text: `terms`, English stop words (and `drop`) removed, stemmed.
+
+    `stemmer` maps a list of words to their stems (PyStemmer's `stemWords`).
+    """
+    from bm25s.stopwords import STOPWORDS_EN
+    from bm25s.tokenization import Tokenizer
+
+    stem = (lambda word: stemmer([word])[0]) if stemmer is not None else None
+    tokenizer = Tokenizer(lower=False, splitter=terms, stopwords=[*STOPWORDS_EN, *drop],
+                          stemmer=stem)
+    return tokenizer.tokenize(list(texts), update_vocab=True, return_as="string",
+                              show_progress=False, allow_empty=False)
