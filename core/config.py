@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .types import MAX_TEXT_CHARS
+
 
 class MemoryConfig(BaseModel):
     """What can be tuned without writing code. Unknown keys are an error, not ignored."""
@@ -18,6 +20,10 @@ class MemoryConfig(BaseModel):
                           "(the float model on torch), or a local sentence-transformers path.")
     candidates: int = Field(20, ge=1, le=1000,
                             description="Top-K retrieved before reranking keeps k (RMM's K).")
+    max_query_chars: int = Field(
+        10_000, ge=1, le=MAX_TEXT_CHARS,
+        description="Queries are cut to this many characters (the embedder reads only the "
+                    "first 256 word pieces, about 1,000 characters of English).")
     lexical_weight: float = Field(1.0, ge=0.0, le=10.0,
                                   description="Weight of BM25 (z-scored) in the fused score.")
     dense_weight: float = Field(1.0, ge=0.0, le=10.0,

@@ -28,7 +28,16 @@ from .scm import Recall, SCMController
 from .segment import Segmenter
 from .storage import open_store
 from .storage.base import Store
-from .types import Memory, MemoryHit, SearchResult, Turn, as_datetime, check_id
+from .types import (
+    Memory,
+    MemoryHit,
+    SearchResult,
+    Turn,
+    as_datetime,
+    check_id,
+    check_query,
+    check_unicode,
+)
 from .workflows import WorkflowMemory, forget_workflows
 from .working import WorkingContext, forget_working
 
@@ -178,8 +187,7 @@ class ReflectiveMemory:
         softmax temperature `reranker_temperature`) so that `feedback` can learn.
         """
         user_id = check_id(user_id, "user_id")
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query must be a string, not {type(query).__name__}")
+        query = check_query(query, self.config.max_query_chars)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
@@ -243,9 +251,10 @@ class ReflectiveMemory:
         """RMM's learned score q'.m' of arbitrary texts for `query` (framework rerankers call
         this); a text whose memory id is this user's is scored by that memory's stored rows."""
         user_id = check_id(user_id, "user_id")
-        if not isinstance(query, str) or isinstance(texts, str) or \
-                not all(isinstance(t, str) for t in texts):
+        query = check_query(query, self.config.max_query_chars)
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise InvalidInputError("rerank_texts needs a query string and a list of strings")
+        texts = [check_unicode(t, "text") for t in texts]
         ids = list(memory_ids) if memory_ids is not None else [None] * len(texts)
         if len(ids) != len(texts):
             raise InvalidInputError("memory_ids must be as long as texts")
@@ -264,6 +273,7 @@ class ReflectiveMemory:
         """SCM read path: gate (is memory needed?), search, then build a context within
         `budget` (raw turns or summaries, previous turn always kept); says what and why."""
         controller = controller or SCMController.for_llm(self.llm)
+        query = check_query(query, self.config.max_query_chars)
         return controller.recall(self, query, user_id=user_id, previous_turn=previous_turn,
                                  budget=budget, k=k)
 

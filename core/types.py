@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -13,6 +14,7 @@ MAX_TEXT_CHARS = 4_000_000
 """Largest accepted turn text (characters); a 1 MB turn is fine, a runaway blob is not."""
 
 _TURN_FIELDS = frozenset({"speaker", "text", "id", "timestamp", "session_id"})
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def utcnow() -> datetime:
@@ -26,7 +28,10 @@ def as_datetime(value: Any, what: str) -> datetime | None:
     if isinstance(value, bool):
         raise InvalidInputError(f"{what} must be a datetime, ISO string or epoch seconds")
     if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value, timezone.utc)
+        try:  # NaN raises ValueError, inf and out-of-range values OverflowError or OSError
+            return datetime.fromtimestamp(value, timezone.utc)
+        except (ValueError, OverflowError, OSError) as exc:
+            raise InvalidInputError(f"{what} {value!r} is not a representable epoch time") from exc
     if isinstance(value, str):
         try:
             return datetime.fromisoformat(value.strip())
@@ -37,6 +42,23 @@ def as_datetime(value: Any, what: str) -> datetime | None:
     )
 
 
+def check_unicode(value: str, what: str) -> str:
+    """Reject a lone surrogate: it is not Unicode text, and no store or encoder takes it."""
+    found = _SURROGATE.search(value)
+    if found:
+        raise InvalidInputError(
+            f"{what} holds a lone surrogate {found[0]!r} at character {found.start()}")
+    return value
+
+
+def check_query(value: Any, limit: int) -> str:
+    """A query: a string of valid Unicode, cut to its first `limit` characters (an embedder
+    reads only the first few hundred word pieces; a runaway query must not cost more)."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"query must be a string, not {type(value).__name__}")
+    return check_unicode(value[:limit], "query")
+
+
 def check_id(value: Any, what: str, *, optional: bool = False) -> str | None:
     """Validate a user, session or turn id: a non-empty string without NUL."""
     if value is None and optional:
@@ -45,7 +67,7 @@ def check_id(value: Any, what: str, *, optional: bool = False) -> str | None:
         raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
     if not value.strip() or "\x00" in value or len(value) > 512:
         raise InvalidInputError(f"{what} must be 1-512 characters without NUL, got {value!r:.60}")
-    return value
+    return check_unicode(value, what)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +105,8 @@ class Turn:
         if len(text) > MAX_TEXT_CHARS:
             raise InvalidInputError(f"turn text has {len(text)} characters; limit {MAX_TEXT_CHARS}")
         return cls(
-            speaker=speaker.strip(),
-            text=text,
+            speaker=check_unicode(speaker.strip(), "turn speaker"),
+            text=check_unicode(text, "turn text"),
             id=check_id(data.get("id"), "turn id", optional=True),
             timestamp=as_datetime(data.get("timestamp"), "turn timestamp"),
             session_id=check_id(data.get("session_id"), "session_id", optional=True),
