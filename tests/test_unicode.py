@@ -1,12 +1,15 @@
 """Text in any script, emoji, lone surrogates and control characters at every public method.
 
-Everything here runs the real packaged embedder on a SQLite file; no LLM is involved (the
-LLM-free pipeline). The hypothesis suite prints how many inputs it ran (see with `-s`).
+Memory-level tests run the real packaged embedder on a SQLite file with the LLM-free
+pipeline (no LLM, no fakes). The hypothesis suite prints how many inputs it ran (`-s`).
+`test_control_characters_are_stored_as_given` and `test_english_terms_are_bm25s_default_ones`
+guard behaviour that already held; every other test here failed before the fix it covers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections import Counter
@@ -17,7 +20,9 @@ from hypothesis import strategies as st
 
 from rmm_core import InvalidInputError, ReflectiveMemory, RMMError, Turn
 from rmm_core.compress import FillerCompressor
+from rmm_core.index import english_stemmer, tokenize
 from rmm_core.reconcile import ThresholdReconciler
+from rmm_core.tools import search_turns
 
 # Three sentences per script, each its own session; the query is a word of the last one,
 # so a ranking that ignores the words (ties, or the first stored) cannot pass.
@@ -93,6 +98,25 @@ def test_bm25_alone_finds_the_word_in_every_script(tmp_path, embedder, script):
     assert hits[0].memory.text.endswith(sentences[-1])
     assert hits[0].score > hits[1].score
     mem.close()
+
+
+def test_conversation_search_takes_any_script_and_termless_turns():
+    turns = [Turn("a", "😀"), Turn("用户", "我昨天在上海领养了一只小狗。")]
+    assert search_turns(turns[:1], "ok") == []
+    assert search_turns(turns, "小狗") == turns[1:]
+
+
+def test_english_terms_are_bm25s_default_ones(locomo_path):
+    """English keeps bm25s's own tokenisation (words of 2+ characters, stop words, stems)."""
+    import bm25s
+
+    data = json.loads(locomo_path.read_text())
+    texts = [turn["text"] for conv in data for key, session in conv["conversation"].items()
+             if key.startswith("session_") and isinstance(session, list) for turn in session]
+    stemmer = english_stemmer()
+    before = bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+    assert len(texts) > 2000
+    assert tokenize(texts, stemmer) == [stemmer(row) if row else row for row in before]
 
 
 SURROGATE = "bad\ud800text"
@@ -229,7 +253,7 @@ def test_every_public_method_takes_any_text(mem):
                 assert back[0].id == turn_id
             assert _ok(_outcome(lambda: mem.end_session(user_id=user, session_id=session)))
         else:
-            runs[f"rejected: {str(stored).split()[0]} {str(stored).split()[1]}"] += 1
+            runs["rejected: " + " ".join(str(stored).split()[:3])] += 1
             assert isinstance(stored, InvalidInputError)
             left = _outcome(lambda: mem.turns(user_id=user))
             assert left == [] or isinstance(left, InvalidInputError)
