@@ -60,6 +60,10 @@ class MemoryConfig(BaseModel):
                                 description="Weight of the reranker's learned score.")
     reranker_batch: int = Field(1, ge=1, le=10_000,
                                 description="Feedback examples per persisted reranker step.")
+    reranker_cache_bytes: int = Field(
+        64 * 2**20, ge=0, description="Memory for reranker weights read from the store (scope "
+                                      "'user': ~1.2 MB per trained user at 384 dimensions); the "
+                                      "least recently used are read again when needed.")
     segmentation: str | None = Field(
         None, description="embedding | fixed | llm | incremental; None = llm with an LLM, "
                           "else embedding.")

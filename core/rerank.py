@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import struct
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,7 @@ import torch
 
 from .config import MemoryConfig
 from .errors import FeedbackError, InvalidInputError, StorageError
+from .lru import ByteLRU
 from .storage.base import Store, user_state_name
 from .types import Memory, MemoryHit, SearchResult
 
@@ -50,6 +53,7 @@ def _std(values: Any) -> Any:
     return values.std(correction=0) if isinstance(values, torch.Tensor) else values.std()
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 _WEIGHTS_MAGIC = b"RMMW"
 _WEIGHTS_HEADER = struct.Struct("<4sqq")
 
@@ -73,6 +77,14 @@ class Weights:
     @property
     def dim(self) -> int:
         return int(self.w_q.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return self.w_q.nbytes + self.w_m.nbytes
+
+    def is_finite(self) -> bool:
+        """No NaN or inf in either map (checked in numpy: torch's thread pool stalls here)."""
+        return bool(np.isfinite(self.w_q.numpy()).all() and np.isfinite(self.w_m.numpy()).all())
 
     def to_bytes(self) -> bytes:
         """A fixed binary layout (magic, dim, steps, then both float32 matrices); no pickle.
@@ -120,6 +132,9 @@ class LowRank:
 
     def scaled(self, factor: float) -> LowRank:
         return LowRank(self.left * np.float32(factor), self.right)
+
+    def is_finite(self) -> bool:
+        return bool(np.isfinite(self.left).all() and np.isfinite(self.right).all())
 
 
 _DELTA_MAGIC = b"RMMD"
@@ -280,22 +295,45 @@ def rewards_for(ranking: Ranking, cited: Sequence[str],
     return [1.0 if mid in cited_set else -1.0 for mid in kept]
 
 
+@cache
+def _untrained(dim: int) -> Weights:
+    """The zero (identity) weights, one shared instance per dimension: a user who never gave
+    feedback costs no matrices of their own. Never changed in place (steps make new ones)."""
+    return Weights.zeros(dim)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Weights as read from the store: the base of `version` plus exactly the steps `seen`."""
+
+    version: int
+    seen: frozenset[int]
+    weights: Weights
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held: its own matrices (none for untrained weights) and its bookkeeping."""
+        own = 0 if self.weights is _untrained(self.weights.dim) else self.weights.nbytes
+        return own + 256 + 64 * len(self.seen)
+
+
 class WeightStore:
     """Reranker weights in the store: a base blob plus a log of small low-rank steps.
 
     A step appends its update (two rank-one matrices, a few KB) and never conflicts with
     another, so concurrent steps from threads or processes are all kept; every
     `compact_every` steps the log is folded into a new base (compare-and-set, with the
-    folded steps deleted in the same transaction).
+    folded steps deleted in the same transaction). Weights read are cached up to
+    `cache_bytes` (least recently used evicted, their queued steps logged first).
     """
 
     def __init__(self, store: Store, *, learning_rate: float = 1e-3, batch: int = 1,
-                 compact_every: int = 64) -> None:
+                 compact_every: int = 64, cache_bytes: int = 64 * 2**20) -> None:
         self.store = store
         self.learning_rate = learning_rate
         self.batch = batch
         self.compact_every = compact_every
-        self._cache: dict[str, tuple[int, frozenset[int], Weights]] = {}
+        self._cache: ByteLRU[Snapshot] = ByteLRU(cache_bytes)
         self._pending: dict[str, tuple[int, LowRank, LowRank]] = {}
         self._lock = threading.Lock()
 
@@ -304,7 +342,12 @@ class WeightStore:
         return "reranker/global" if scope == "global" else user_state_name(user_id, "reranker")
 
     def load(self, name: str, dim: int) -> Weights:
-        """The newest weights: base plus every logged step (zeros before any feedback).
+        """The newest weights: base plus every logged step (zeros before any feedback)."""
+        return self._snapshot(name, dim).weights
+
+    def _snapshot(self, name: str, dim: int) -> Snapshot:
+        """The newest weights with the version and steps they hold, read as one consistent
+        whole (another thread may replace the cached one at any time).
 
         Folds only the steps this process has not seen; a compaction elsewhere (new base
         version) means a full reload.
@@ -312,33 +355,54 @@ class WeightStore:
         for _ in range(100):
             version, seqs = self.store.state_log(name)
             cached = self._cache.get(name)
-            if cached is not None and cached[0] == version:
-                weights, seen = cached[2], cached[1]
+            if cached is not None and cached.version == version:
+                weights, seen = cached.weights, cached.seen
             else:
                 base_version, blob = self.store.load_state(name)
                 if base_version != version:
                     continue  # compacted between the two reads
-                weights = Weights.from_bytes(blob) if blob else Weights.zeros(dim)  # b"": erased
+                # b"": erased by forget
+                weights = Weights.from_bytes(blob) if blob else _untrained(dim)
                 seen = frozenset()
             new = [q for q in seqs if q not in seen]
             if new:
                 deltas = self.store.state_deltas(name, new)
                 if len(deltas) < len(new):
-                    self._cache.pop(name, None)
+                    self._cache.pop(name)
                     continue  # folded into a newer base meanwhile
-                weights = _apply(weights, [deltas[q] for q in new])
+                weights = _apply(weights, [deltas[q] for q in new], name)
             if weights.dim != dim:
                 raise StorageError(f"stored reranker weights {name!r} have dimension "
                                    f"{weights.dim}, the embedder {dim}: the embedding model "
                                    "changed")
-            self._cache[name] = (version, frozenset(seqs), weights)
-            return weights
+            unchecked = cached is None or weights is not cached.weights
+            if unchecked and not weights.is_finite():
+                warnings.warn(f"stored reranker weights {name!r} are not finite (written "
+                              "before steps were checked); starting again from zero",
+                              RuntimeWarning, stacklevel=2)
+                weights = _untrained(dim)
+            snapshot = Snapshot(version, frozenset(seqs), weights)
+            self._remember(name, snapshot)
+            return snapshot
         raise StorageError(f"could not read reranker weights {name!r}: too much contention")
+
+    def _remember(self, name: str, snapshot: Snapshot) -> None:
+        """Cache a snapshot, counting its queued steps too; users evicted to make room have
+        their queued steps logged."""
+        queued = self._pending.get(name)
+        size = snapshot.nbytes + (sum(a.nbytes for g in queued[1:] for a in (g.left, g.right))
+                                  if queued else 0)
+        for evicted in self._cache.put(name, snapshot, size):
+            with self._lock:
+                queued = self._pending.pop(evicted, None)
+            if queued is not None:
+                count, g_q, g_m = queued
+                self.store.append_state_delta(evicted, self._delta(g_q, g_m, count))
 
     def current(self, name: str, dim: int) -> Weights:
         """The weights last seen by this process (gradients need not be perfectly fresh)."""
         cached = self._cache.get(name)
-        return cached[2] if cached is not None else self.load(name, dim)
+        return cached.weights if cached is not None else self.load(name, dim)
 
     def add(self, name: str, grads: tuple[LowRank, LowRank]) -> bool:
         """Queue one example's gradient; log a step when the queue holds `batch` examples.
@@ -346,30 +410,57 @@ class WeightStore:
         Gradients in a batch are summed (not averaged), so batching changes how often the
         store is written, not how fast the weights learn. Returns True when a step was logged.
         """
-        with self._lock:
-            queued = self._pending.pop(name, None)
-            count, g_q, g_m = (queued[0] + 1, queued[1] + grads[0], queued[2] + grads[1]) \
-                if queued else (1, *grads)
-            if count < self.batch:
-                self._pending[name] = (count, g_q, g_m)
-                return False
-        self._step(name, g_q, g_m, count)
-        return True
+        self._check(name, grads)
+        return self._queue(name, grads)
 
     def add_for_result(self, name: str, grads: tuple[LowRank, LowRank], result_id: str,
                        user_id: str) -> bool:
         """`add` for one search result's feedback, after claiming the result; False (nothing
         queued or logged) if it already had its feedback. Unbatched, the claim and the
         logged step are one transaction: a crash keeps both or neither."""
+        self._check(name, grads)
         if self.batch > 1:  # queued gradients live in memory until their step anyway
             if not self.store.claim_feedback(result_id, user_id):
                 return False
-            self.add(name, grads)
+            self._queue(name, grads)
             return True
         if not self.store.claim_feedback(result_id, user_id, (name, self._delta(*grads, 1))):
             return False
         self._compact_if_due(name, grads[0].left.shape[1])
         return True
+
+    def _check(self, name: str, grads: tuple[LowRank, LowRank]) -> None:
+        """Refuse a step that is not finite or could make the weights so (a query's or a
+        memory's vectors held NaN or inf): every user of these weights would rank by NaN.
+
+        Bounds each entry of W + update by max|W| + lr * sum_k max|left_k| max|right_k|, so
+        no d x d matrix is built; NaN fails the comparison too."""
+        cached = self._cache.get(name)
+        current = (cached.weights.w_q, cached.weights.w_m) if cached else (None, None)
+        for grad, weights in zip(grads, current):
+            reach = self.learning_rate * float(np.abs(grad.left).max(axis=1)
+                                               @ np.abs(grad.right).max(axis=1))
+            if weights is not None:
+                reach += float(np.abs(weights.numpy()).max())
+            if not reach < _FLOAT32_MAX:
+                raise FeedbackError("feedback refused: its reranker step is not finite (the "
+                                    "query's or a memory's vectors hold NaN or inf); nothing "
+                                    "was learned or recorded")
+
+    def _queue(self, name: str, grads: tuple[LowRank, LowRank]) -> bool:
+        """Add one example to the name's queue; log the queue as a step once it is full."""
+        with self._lock:
+            queued = self._pending.pop(name, None)
+            count, g_q, g_m = (queued[0] + 1, queued[1] + grads[0], queued[2] + grads[1]) \
+                if queued else (1, *grads)
+            full = count >= self.batch
+            if not full:
+                self._pending[name] = (count, g_q, g_m)
+        if full:
+            self._step(name, g_q, g_m, count)
+        elif (cached := self._cache.get(name)) is not None:
+            self._remember(name, cached)  # counted again, with the queued step
+        return full
 
     def flush(self) -> None:
         """Log every queued gradient now (called on close)."""
@@ -392,22 +483,33 @@ class WeightStore:
             self.compact(name, dim)
 
     def compact(self, name: str, dim: int) -> bool:
-        """Fold the logged steps into a new base; False when another writer did it first."""
-        weights = self.load(name, dim)
-        version, seen, _ = self._cache[name]
-        if not self.store.compact_state(name, version, weights.to_bytes(), sorted(seen)):
+        """Fold the logged steps into a new base; False when another writer did it first.
+
+        The base written and the steps deleted come from one snapshot, so each logged step
+        ends up in the weights exactly once.
+        """
+        snapshot = self._snapshot(name, dim)
+        if not self.store.compact_state(name, snapshot.version, snapshot.weights.to_bytes(),
+                                        sorted(snapshot.seen)):
             return False
-        self._cache[name] = (version + 1, frozenset(), weights)
+        self._remember(name, Snapshot(snapshot.version + 1, frozenset(), snapshot.weights))
         return True
 
 
-def _apply(weights: Weights, blobs: Sequence[bytes]) -> Weights:
-    """The weights with logged steps added (all of them in one matrix product each)."""
+def _apply(weights: Weights, blobs: Sequence[bytes], name: str) -> Weights:
+    """The weights with logged steps added (all of them in one matrix product each); a step
+    that is not finite (logged before steps were checked) is left out, with a warning."""
     steps = [delta_from_bytes(blob) for blob in blobs]
-    d_q = sum((q for q, _, _ in steps[1:]), steps[0][0])
-    d_m = sum((m for _, m, _ in steps[1:]), steps[0][1])
+    finite = [s for s in steps if s[0].is_finite() and s[1].is_finite()]
+    if len(finite) < len(steps):
+        warnings.warn(f"{len(steps) - len(finite)} logged step(s) of reranker weights "
+                      f"{name!r} are not finite and are ignored", RuntimeWarning, stacklevel=3)
+    if not finite:
+        return weights
+    d_q = sum((q for q, _, _ in finite[1:]), finite[0][0])
+    d_m = sum((m for _, m, _ in finite[1:]), finite[0][1])
     return Weights(weights.w_q + d_q.matrix(), weights.w_m + d_m.matrix(),
-                   weights.steps + sum(n for _, _, n in steps))
+                   weights.steps + sum(n for _, _, n in finite))
 
 
 class LearnedReranker:
@@ -420,7 +522,8 @@ class LearnedReranker:
                                  mix=config.reranker_mix, baseline=config.reranker_baseline,
                                  combine=config.reranker_combine)
         self.weights = WeightStore(store, learning_rate=config.reranker_learning_rate,
-                                   batch=config.reranker_batch)
+                                   batch=config.reranker_batch,
+                                   cache_bytes=config.reranker_cache_bytes)
 
     def rerank(self, user_id: str, query_vec: np.ndarray, candidates: Sequence[MemoryHit],
                vectors: Sequence[np.ndarray], keep: int, *, explore: bool = False
