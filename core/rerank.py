@@ -469,15 +469,6 @@ class LearnedReranker:
         self.weights.flush()
 
 
-def forget_reranker(store: Store, user_id: str) -> None:
-    """Erase the user's own reranker weights and logged steps (scope "user"); the global
-    weights, shared by every user, stay."""
-    name = WeightStore.name("user", user_id)
-    while True:
-        version, seqs = store.state_log(name)
-        if (not version and not seqs) or store.compact_state(name, version, b"", seqs):
-            return
-
 
 def cited_ids(cited: Any) -> list[str]:
     """Memory ids from a list of ids, `Memory`s or `MemoryHit`s."""
