@@ -469,7 +469,6 @@ class LearnedReranker:
         self.weights.flush()
 
 
-
 def cited_ids(cited: Any) -> list[str]:
     """Memory ids from a list of ids, `Memory`s or `MemoryHit`s."""
     if isinstance(cited, (str, bytes)) or not isinstance(cited, Sequence):

@@ -25,6 +25,7 @@ from rmm_core.cli import main
 from rmm_core.commands import NO_DATABASE, USAGE
 from rmm_core.embed import HashEmbedder
 from rmm_core.storage import open_store
+from rmm_core.storage.redact import redact
 from rmm_core.transfer import export_records
 
 PASSWORD = "S3cretPW"
@@ -51,6 +52,20 @@ def test_no_password_in_errors_tracebacks_or_cli_output(url, capsys, caplog):
     assert main(["stats", "--db", url]) == NO_DATABASE
     out, err = capsys.readouterr()
     assert err.startswith("rmm stats: ") and err.count("\n") == 1 and PASSWORD not in out + err
+
+
+def test_a_clean_driver_error_stays_the_cause():
+    with pytest.raises(StorageError) as info:
+        open_store("postgresql://bob@127.0.0.1:1/db?connect_timeout=2")
+    assert isinstance(info.value.__cause__, psycopg.OperationalError)
+
+
+@pytest.mark.parametrize("text", [
+    f"host=h password={PASSWORD} user=bob", f"host=h password = '{PASSWORD} x' user=bob",
+    f"see postgres://bob:{PASSWORD}@h/db", f"postgresql://h/db?sslmode=off&PASSWORD={PASSWORD}"])
+def test_conninfo_and_url_passwords_are_redacted_in_any_text(text):
+    clean = redact(text)
+    assert PASSWORD not in clean and "***" in clean and ("bob" in clean or "sslmode" in clean)
 
 
 def test_an_unclosed_ipv6_bracket_is_a_typed_error():

@@ -151,9 +151,8 @@ class PostgresStore(SQLStore):
         try:
             conn = psycopg.connect(self._dsn, autocommit=True,
                                    connect_timeout=max(1, int(self._timeout)))
-        except psycopg.Error as exc:  # libpq may echo the conninfo: never chain its text
-            raise StorageError(redact(f"cannot reach PostgreSQL at {self.url}: "
-                                      f"{str(exc).strip()}", self.url)) from None
+        except psycopg.Error as exc:
+            raise self._failure("cannot reach PostgreSQL at", exc)  # noqa: B904 - it sets the cause
         self._conn = conn
         if create:
             self._migrate()
@@ -226,11 +225,17 @@ class PostgresStore(SQLStore):
         try:
             yield
         except psycopg.Error as exc:
-            text = str(exc).strip()
-            clean = redact(text, self.url)
-            # the driver's exception is chained only when its text holds no password
-            raise StorageError(f"PostgreSQL at {redact(self.url, self.url)}: {clean}") \
-                from (exc if clean == text else None)
+            raise self._failure("PostgreSQL at", exc)  # noqa: B904 - it sets the cause
+
+    def _failure(self, prefix: str, exc: Exception) -> StorageError:
+        """A driver failure as `StorageError`, passwords redacted (libpq echoes a malformed
+        conninfo token); the driver's exception is its cause only when its text holds none."""
+        text = str(exc).strip()
+        clean = redact(text, self.url)
+        error = StorageError(f"{prefix} {redact(self.url, self.url)}: {clean}")
+        error.__cause__ = exc if clean == text else None
+        error.__suppress_context__ = True
+        return error
 
     def _live(self) -> Any:
         if self._conn is None or self._conn.closed or self._conn.broken:

@@ -18,11 +18,9 @@ from .sql import APP_ID, SQLStore, new_memory_id, read_schema_version, rename_le
 
 __all__ = ["SYNCHRONOUS", "SQLiteStore", "new_memory_id"]
 
-SYNCHRONOUS = {
-    "NORMAL": "a committed write survives a crash of the process, not of the machine",
-    "FULL": "a committed write survives a power loss too (each commit waits for the disk)",
-}
-"""SQLite `synchronous` levels offered (in WAL mode) → what a committed write survives."""
+SYNCHRONOUS = ("NORMAL", "FULL")
+"""SQLite `synchronous` levels offered (WAL mode): a commit under NORMAL survives a crash of
+the process, under FULL a power loss too (each commit waits for the disk)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
