@@ -7,7 +7,14 @@ fail as it erases the per-user state (the last thing a forget writes).
 
 from __future__ import annotations
 
+import random
+import signal
 import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,6 +26,7 @@ from test_isolation import count_rows
 from rmm_core import ReflectiveMemory, StorageError, Turn
 from rmm_core.cli import main
 from rmm_core.commands import OK, UNKNOWN_USER
+from rmm_core.embed import HashEmbedder
 from rmm_core.storage.base import user_state_name
 from rmm_core.storage.sql import USER_TABLES
 
@@ -164,3 +172,52 @@ def test_no_byte_of_a_forgotten_user_stays_in_the_sqlite_files(mem, store_target
     assert residue(store_target, words) == {"db": [], "-wal": [], "-shm": []}
     with ReflectiveMemory.open(store_target, embedder=mem.embedder) as again:
         assert again.turns(user_id=USER) == [] and len(again.turns(user_id="bob")) == 2
+
+
+KILLER = textwrap.dedent("""
+    import sys
+    from rmm_core import ReflectiveMemory
+    from rmm_core.embed import HashEmbedder
+
+    mem = ReflectiveMemory.open(sys.argv[1], embedder=HashEmbedder(), session_idle_timeout=None)
+    print("ready", flush=True)
+    for user in sys.argv[2:]:
+        mem.forget(user_id=user)
+        print("forgot", user, flush=True)
+""")
+
+
+def snapshot(target: str, user: str) -> tuple:
+    return tuple(count_rows(target, user).values()) + tuple(state_rows(target, user))
+
+
+def test_a_killed_forget_leaves_each_user_whole_or_gone(store_target):
+    """3 rounds of 20 users; each round a child forgets them one by one and is SIGKILLed at
+    a random moment after its first forget. Every user is then exactly as before or entirely
+    gone, and every forget the child acknowledged is complete."""
+    rng = random.Random(18)
+    mem = ReflectiveMemory.open(store_target, embedder=HashEmbedder(), session_idle_timeout=None)
+    outcomes = Counter()
+    for round_ in range(3):
+        users = [f"r{round_}-u{i}" for i in range(20)]
+        for user in users:
+            mem.add_session([Turn("me", f"{user} keeps bees"), Turn("me", "and sells honey")],
+                            user_id=user, session_id="s")
+            mem.working_context(user_id=user).core_memory_append("human", f"{user} is Ada")
+            mem.store.append_state_delta(user_state_name(user, "reranker"), b"step")
+        before = {u: snapshot(store_target, u) for u in users}
+        proc = subprocess.Popen([sys.executable, "-c", KILLER, store_target, *users],
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        first = proc.stdout.readline().split()[1]
+        time.sleep(rng.uniform(0.0, 0.05))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        acknowledged = {first, *(line.split()[1] for line in proc.stdout.read().splitlines())}
+        for user in users:
+            now = snapshot(store_target, user)
+            assert now in (before[user], (0,) * len(now)), (user, before[user], now)
+            assert user not in acknowledged or not any(now)
+            outcomes["gone" if not any(now) else "whole"] += 1
+    mem.close()
+    assert outcomes["gone"] >= 3
