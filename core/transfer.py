@@ -182,7 +182,8 @@ def _memory(record: dict[str, Any], user_id: str, renamed: dict[str, str]) -> Ne
     if isinstance(attrs.get("links"), list):
         attrs["links"] = [renamed.get(x, x) for x in attrs["links"]]
     memory = Memory(
-        id=renamed[record["id"]], user_id=user_id, text=_text(record["text"], "memory text"),
+        id=renamed[check_id(record["id"], "memory id")], user_id=user_id,
+        text=_text(record["text"], "memory text"),
         key=_text(record["key"], "memory key"), refs=_strings(record["refs"], "refs"),
         speakers=_strings(record["speakers"], "speakers"),
         session_ids=_strings(record["session_ids"], "session_ids"),
