@@ -294,6 +294,7 @@ class ReflectiveMemory:
         """Delete every turn, session, memory, version and vector of the user, their
         workflows, working context and own reranker weights, in one transaction."""
         user_id = check_id(user_id, "user_id")
+        self._reranker.forget(user_id)
         self.store.forget(user_id)
         with self._index_lock:
             self._indexes.pop(user_id, None)

@@ -89,6 +89,16 @@ def test_forget_erases_every_table_and_every_per_user_state(mem, store_target):
     assert count_rows(store_target, "bob") == bob and mem.store.has_user("bob")
 
 
+def test_feedback_queued_in_a_batch_is_not_logged_after_a_forget(store_target, embedder):
+    with ReflectiveMemory.open(store_target, embedder=embedder, reranker_scope="user",
+                               reranker_batch=4) as mem:
+        mem.add_session([Turn("me", "I moved to Quokkaville.")], user_id=USER)
+        res = mem.search("where do I live", user_id=USER, k=1)
+        mem.feedback(res, cited=[res[0].memory.id])  # queued in memory, not yet logged
+        mem.forget(user_id=USER)
+    assert state_rows(store_target, USER) == (0, 0)  # close() logged nothing for the user
+
+
 @contextmanager
 def failing_when_state_is_erased(store):
     """The store's transactions fail at the statement that erases per-user named state."""
