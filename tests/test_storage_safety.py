@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import sqlite3
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg
@@ -150,10 +152,15 @@ def unprivileged(check) -> None:
         os.write(write, outcome)
         os._exit(0)
     os.close(write)
+    deadline = time.monotonic() + 60
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:  # a child stuck on a lock a thread held at fork
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the unprivileged child hung")
+        time.sleep(0.05)
     with os.fdopen(read, "rb") as pipe:
-        outcome = pipe.read().decode()
-    os.waitpid(pid, 0)
-    assert outcome == "ok"
+        assert pipe.read().decode() == "ok"
 
 
 @pytest.fixture
