@@ -15,13 +15,13 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
 from .config import MemoryConfig
 from .errors import InvalidInputError, RMMError, StorageError
-from .memory import ReflectiveMemory, forget_user
+from .memory import ReflectiveMemory
 from .storage import default_location, open_store
 from .storage.base import Store
+from .storage.redact import redact
 from .transfer import export_records, import_records
 from .types import Memory
 
@@ -130,15 +130,10 @@ def _open(target: str, *, create: bool) -> Store:
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         return open_store(target)
     except (RMMError, OSError) as exc:
-        shown, message = _redacted(target), str(exc)
+        shown, message = redact(target, target), redact(str(exc), target)
         if shown not in message:  # the stores' own messages already name the (redacted) target
             message = f"cannot open {shown}: {message}"
         raise CommandError(message, NO_DATABASE) from exc
-
-
-def _redacted(target: str) -> str:
-    password = urlsplit(target).password if "://" in target else None
-    return target.replace(f":{password}@", ":***@", 1) if password else target
 
 
 def _known(store: Store, user_id: str) -> str:
@@ -214,8 +209,11 @@ def _export(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     if args.out == "-":
         out.writelines(lines)
     else:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.writelines(lines)
+        try:
+            with open(args.out, "w", encoding="utf-8") as f:
+                f.writelines(lines)
+        except OSError as exc:  # folder missing or not writable, disk full
+            raise CommandError(f"cannot write {args.out}: {exc.strerror or exc}", USAGE) from exc
         print(f"exported {user} to {args.out}", file=sys.stderr)
     return OK
 
@@ -237,7 +235,9 @@ def _import(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _forget(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    user = _known(store, args.user)
+    user = args.user
+    if not store.has_user(user):  # workflows or a working context alone count too
+        raise CommandError(f"unknown user {user!r} in this database", UNKNOWN_USER)
     if not args.yes:
         if not sys.stdin.isatty():
             raise CommandError("not a terminal: pass --yes to forget without a prompt", REFUSED)
@@ -249,7 +249,7 @@ def _forget(store: Store, args: argparse.Namespace, out: TextIO) -> int:
             answer = ""
         if answer.strip() != user:
             raise CommandError("not confirmed; nothing deleted", REFUSED)
-    forget_user(store, user)
+    store.forget(user)
     out.write(f"forgot {user}\n")
     return OK
 

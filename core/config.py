@@ -48,6 +48,9 @@ class MemoryConfig(BaseModel):
     session_max_turns: int | None = Field(
         200, ge=1, description="Unreflected turns that trigger reflection of an open session.")
     context_dates: bool = Field(True, description="Prefix each hit's text with its date.")
+    synchronous: Literal["NORMAL", "FULL"] = Field(
+        "NORMAL", description="SQLite durability: NORMAL survives a process crash, FULL a "
+                              "power loss too (slower commits). PostgreSQL: the server's own.")
     progress: bool | None = Field(None, description="tqdm bars for bulk ingest; None = on a TTY.")
     reranker_scope: Literal["global", "user"] = "global"
     reranker_learning_rate: float = Field(1e-3, gt=0, le=1.0, description="REINFORCE step size.")

@@ -23,7 +23,7 @@ from .llm import as_llm
 from .pipeline import build_pipeline
 from .reconcile import Reconciler
 from .reflect import Pipeline, Reflector
-from .rerank import LearnedReranker, forget_reranker
+from .rerank import LearnedReranker
 from .scm import Recall, SCMController
 from .segment import Segmenter
 from .storage import open_store
@@ -38,8 +38,8 @@ from .types import (
     check_query,
     check_unicode,
 )
-from .workflows import WorkflowMemory, forget_workflows
-from .working import WorkingContext, forget_working
+from .workflows import WorkflowMemory
+from .working import WorkingContext
 
 TurnLike = Turn | Mapping[str, Any]
 
@@ -74,7 +74,9 @@ class ReflectiveMemory:
             self._reflector.after_commit = keeper_for(store, self.embedder, self.config, llm)
         self._reranker = LearnedReranker(store, self.config)
         self._last_sweep = 0.0
-        self.reflect_pending()
+        _check_dimension(store, self.embedder)
+        if not store.read_only:  # a read-only store is searched as it is
+            self.reflect_pending()
 
     # construction --------------------------------------------------------------------------
     @classmethod
@@ -98,8 +100,14 @@ class ReflectiveMemory:
                             ("compressor", compressor), ("reconciler", reconciler)):
             if stage is not None:
                 setattr(pipeline, name, stage)
-        store = target if isinstance(target, Store) else open_store(target)
-        return cls(store, config=config, embedder=embedder, pipeline=pipeline, llm=llm)
+        if isinstance(target, Store):
+            return cls(target, config=config, embedder=embedder, pipeline=pipeline, llm=llm)
+        store = open_store(target, synchronous=config.synchronous)
+        try:
+            return cls(store, config=config, embedder=embedder, pipeline=pipeline, llm=llm)
+        except BaseException:
+            store.close()
+            raise
 
     def close(self) -> None:
         self._reranker.flush()
@@ -293,10 +301,11 @@ class ReflectiveMemory:
         return self.store.memories(check_id(user_id, "user_id"))
 
     def forget(self, *, user_id: str) -> None:
-        """Delete every turn, session, memory, version and vector of the user, and their own
-        reranker weights (scope "user")."""
+        """Delete every turn, session, memory, version and vector of the user, their
+        workflows, working context and own reranker weights, in one transaction."""
         user_id = check_id(user_id, "user_id")
-        forget_user(self.store, user_id)
+        self._reranker.forget(user_id)
+        self.store.forget(user_id)
         with self._index_lock:
             self._indexes.pop(user_id, None)
 
@@ -356,13 +365,14 @@ class ReflectiveMemory:
         return index
 
 
-def forget_user(store: Store, user_id: str) -> None:
-    """Delete the user's turns, sessions, memories, workflows, working context and own
-    reranker weights."""
-    store.forget(user_id)
-    forget_reranker(store, user_id)
-    forget_workflows(store, user_id)
-    forget_working(store, user_id)
+def _check_dimension(store: Store, embedder: Embedder) -> None:
+    """Refuse an embedder whose vectors cannot be compared with the stored ones."""
+    stored, dim = store.vector_dim(), getattr(embedder, "dim", None)
+    if stored is not None and dim is not None and stored != dim:
+        name = getattr(embedder, "name", type(embedder).__name__)
+        raise InvalidInputError(
+            f"this memory's vectors have {stored} dimensions but the embedder {name} makes "
+            f"{dim}: open it with the embedding_model it was built with")
 
 
 def default_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:

@@ -469,6 +469,11 @@ class WeightStore:
         for name, (count, g_q, g_m) in pending.items():
             self._step(name, g_q, g_m, count)
 
+    def discard(self, name: str) -> None:
+        """Drop the gradients queued for `name` (its owner was forgotten)."""
+        with self._lock:
+            self._pending.pop(name, None)
+
     def _step(self, name: str, g_q: LowRank, g_m: LowRank, count: int) -> None:
         self.store.append_state_delta(name, self._delta(g_q, g_m, count))
         self._compact_if_due(name, g_q.left.shape[1])
@@ -571,15 +576,10 @@ class LearnedReranker:
     def flush(self) -> None:
         self.weights.flush()
 
-
-def forget_reranker(store: Store, user_id: str) -> None:
-    """Erase the user's own reranker weights and logged steps (scope "user"); the global
-    weights, shared by every user, stay."""
-    name = WeightStore.name("user", user_id)
-    while True:
-        version, seqs = store.state_log(name)
-        if (not version and not seqs) or store.compact_state(name, version, b"", seqs):
-            return
+    def forget(self, user_id: str) -> None:
+        """Drop the user's queued feedback, so that no step is logged for them after a forget
+        (`Store.forget` erases what was logged)."""
+        self.weights.discard(WeightStore.name("user", user_id))
 
 
 def cited_ids(cited: Any) -> list[str]:

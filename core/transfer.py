@@ -9,6 +9,8 @@ restore needs no embedding model and no LLM, and gives back what reflection had 
 from __future__ import annotations
 
 import base64
+import math
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -21,6 +23,8 @@ from .types import Memory, MemoryVersion, Turn, check_id
 
 FORMAT = "rmm-export"
 VERSION = 1
+STATUSES = ("open", "ended", "done")
+"""The states a session can be in (`SessionState.status`)."""
 
 
 def export_records(store: Store, user_id: str) -> Iterator[dict[str, Any]]:
@@ -55,9 +59,32 @@ def import_records(store: Store, records: Iterable[dict[str, Any]], *,
     """Restore exported records into `store` (as `user_id`, else the exported user).
 
     Under a new user id the memories get new ids (and A-MEM links follow them), so a user
-    can be copied within one store. Raises `InvalidInputError`, writing nothing, on records
-    that are not a complete export or when the target user already has data.
+    can be copied within one store. Everything is checked before anything is written:
+    records that are not a complete, consistent export (a turn of a session the file lacks,
+    a repeated id, vectors that are not finite or not of the store's dimension) raise
+    `InvalidInputError`, as does a target user that already has data.
     """
+    header, sessions, turns, memories = _read(records)
+    try:
+        source = check_id(header["user_id"], "exported user_id")
+        target = check_id(user_id or source, "user_id")
+        _unique([m["id"] for m in memories], "memory id")
+        renamed = {m["id"]: new_memory_id() if target != source else m["id"] for m in memories}
+        states = [_session(s, target) for s in sessions]
+        restored = [_memory(m, target, renamed) for m in memories]
+    except InvalidInputError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInputError(f"a session or memory record is malformed: {exc!r}") from exc
+    _check_turns(states, turns)
+    _check_vectors(restored, store.vector_dim())
+    store.restore(target, states, turns, restored)
+    return {"user_id": target, "sessions": len(states), "turns": len(turns),
+            "memories": len(restored)}
+
+
+def _read(records: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], list, list, list]:
+    """Records sorted by type: (header, sessions, turns, memories), the counts checked."""
     header, sessions, turns, memories = None, [], [], []
     for number, record in enumerate(records, start=1):
         try:
@@ -69,8 +96,11 @@ def import_records(store: Store, records: Iterable[dict[str, Any]], *,
             elif kind == "session":
                 sessions.append(record)
             elif kind == "turn":
-                turns.append(Turn.coerce({k: record[k] for k in
-                                          ("speaker", "text", "id", "timestamp", "session_id")}))
+                turn = Turn.coerce({k: record[k] for k in
+                                    ("speaker", "text", "id", "timestamp", "session_id")})
+                if turn.id is None or turn.session_id is None:
+                    raise InvalidInputError("a turn needs its id and session_id")
+                turns.append(turn)
             elif kind == "memory":
                 memories.append(record)
             else:
@@ -83,33 +113,96 @@ def import_records(store: Store, records: Iterable[dict[str, Any]], *,
         raise InvalidInputError(f"no {FORMAT} header record: is this an export?")
     if len(sessions) != header.get("sessions") or len(memories) != header.get("memories"):
         raise InvalidInputError("the export is incomplete: its header counts other records")
-    try:
-        source = check_id(header["user_id"], "exported user_id")
-        target = check_id(user_id or source, "user_id")
-        renamed = {m["id"]: new_memory_id() if target != source else m["id"] for m in memories}
-        states = [SessionState(target, s["session_id"], s["status"], from_iso(s["started_at"]),
-                               float(s["last_activity"]), int(s["n_turns"]),
-                               int(s["reflected"])) for s in sessions]
-        restored = [_memory(m, target, renamed) for m in memories]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidInputError(f"a session or memory record is malformed: {exc}") from exc
-    store.restore(target, states, turns, restored)
-    return {"user_id": target, "sessions": len(states), "turns": len(turns),
-            "memories": len(restored)}
+    return header, sessions, turns, memories
+
+
+def _session(record: dict[str, Any], user_id: str) -> SessionState:
+    state = SessionState(user_id, check_id(record["session_id"], "session_id"), record["status"],
+                         from_iso(record["started_at"]), float(record["last_activity"]),
+                         _count(record["n_turns"]), _count(record["reflected"]))
+    if state.status not in STATUSES or state.reflected > state.n_turns or \
+            not math.isfinite(state.last_activity):
+        raise InvalidInputError(f"session {state.session_id!r} has an impossible status, "
+                                "progress or activity time")
+    return state
+
+
+def _count(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidInputError(f"expected a count, got {value!r:.40}")
+    return value
+
+
+def _check_turns(sessions: list[SessionState], turns: list[Turn]) -> None:
+    """Every turn belongs to a session of the file, each session has its count of turns."""
+    _unique([s.session_id for s in sessions], "session id")
+    _unique([t.id for t in turns], "turn id")
+    counts = Counter(t.session_id for t in turns)
+    for session_id in counts.keys() - {s.session_id for s in sessions}:
+        raise InvalidInputError(f"turns of session {session_id!r}, which the export lacks")
+    for s in sessions:
+        if counts[s.session_id] != s.n_turns:
+            raise InvalidInputError(f"session {s.session_id!r} says {s.n_turns} turns, the "
+                                    f"export has {counts[s.session_id]}")
+
+
+def _check_vectors(memories: list[NewMemory], store_dim: int | None) -> None:
+    """Finite vectors, one dimension for all, the one the store already holds."""
+    dims = {m.vectors.shape[1] for m in memories}
+    if len(dims | ({store_dim} if store_dim else set())) > 1:
+        raise InvalidInputError(f"vectors of dimension {sorted(dims)} do not fit this store"
+                                + (f" (dimension {store_dim})" if store_dim else ""))
+    for m in memories:
+        if not np.isfinite(m.vectors).all():
+            raise InvalidInputError(f"memory {m.memory.id!r} has non-finite vector values")
+
+
+def _unique(ids: list[str], what: str) -> None:
+    repeated = [i for i, n in Counter(ids).items() if n > 1]
+    if repeated:
+        raise InvalidInputError(f"{what} {repeated[0]!r} appears more than once")
+
+
+def _strings(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInputError(f"{what} must be a list of strings")
+    return list(value)
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
+    return value
 
 
 def _memory(record: dict[str, Any], user_id: str, renamed: dict[str, str]) -> NewMemory:
+    if not isinstance(record["attrs"], dict):
+        raise InvalidInputError("memory attrs must be an object")
     attrs = dict(record["attrs"])
     if isinstance(attrs.get("links"), list):
         attrs["links"] = [renamed.get(x, x) for x in attrs["links"]]
-    shape = tuple(record["vector_shape"])
-    vectors = np.frombuffer(base64.b64decode(record["vectors"]), dtype=np.float32)
     memory = Memory(
-        id=renamed[record["id"]], user_id=user_id, text=record["text"], key=record["key"],
-        refs=list(record["refs"]), speakers=list(record["speakers"]),
-        session_ids=list(record["session_ids"]), occurred_at=from_iso(record["occurred_at"]),
-        created_at=from_iso(record["created_at"]), updated_at=from_iso(record["updated_at"]),
-        attrs=attrs,
-        versions=[MemoryVersion(v["version"], v["text"], tuple(v["refs"]), v["reason"],
-                                from_iso(v["at"]), v["source"]) for v in record["versions"]])
-    return NewMemory(memory, vectors.reshape(shape))
+        id=renamed[check_id(record["id"], "memory id")], user_id=user_id,
+        text=_text(record["text"], "memory text"),
+        key=_text(record["key"], "memory key"), refs=_strings(record["refs"], "refs"),
+        speakers=_strings(record["speakers"], "speakers"),
+        session_ids=_strings(record["session_ids"], "session_ids"),
+        occurred_at=from_iso(record["occurred_at"]), created_at=from_iso(record["created_at"]),
+        updated_at=from_iso(record["updated_at"]), attrs=attrs,
+        versions=[MemoryVersion(_count(v["version"]), _text(v["text"], "version text"),
+                                tuple(_strings(v["refs"], "version refs")),
+                                _text(v["reason"], "version reason"), from_iso(v["at"]),
+                                v["source"]) for v in record["versions"]])
+    return NewMemory(memory, _vectors(record))
+
+
+def _vectors(record: dict[str, Any]) -> np.ndarray:
+    """The memory's vector rows: `vector_shape` (rows, dimension) must match the bytes."""
+    shape = record["vector_shape"]
+    raw = base64.b64decode(record["vectors"], validate=True)
+    if not (isinstance(shape, list) and len(shape) == 2 and all(
+            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape)) \
+            or len(raw) != shape[0] * shape[1] * 4:
+        raise InvalidInputError(f"memory {record['id']!r}: vector_shape {shape!r:.40} does "
+                                f"not describe its {len(raw)} bytes of float32 vectors")
+    return np.frombuffer(raw, dtype=np.float32).reshape(shape)

@@ -441,14 +441,6 @@ def as_workflow_memory(memory: Any) -> WorkflowMemory:
     return workflows
 
 
-def forget_workflows(store: Store, user_id: str) -> None:
-    """Drop a user's workflows (what `ReflectiveMemory.forget` calls)."""
-    name = _state_name(owner_key(user_id, None))
-    for _ in range(20):
-        version, blob = store.load_state(name)
-        if blob is None or store.save_state(name, version, b"[]"):
-            return
-
 
 def _state_name(owner: str) -> str:
     """An agent's workflows by its name; a user's under a hash of the user id, so that the

@@ -19,7 +19,6 @@ from .types import Turn, check_id
 
 if TYPE_CHECKING:
     from .memory import ReflectiveMemory
-    from .storage.base import Store
 
 STATE_NAME = "working_context"
 
@@ -345,7 +344,3 @@ def _text(value: Any, what: str) -> str:
         raise InvalidInputError(f"{what} is empty")
     return value.strip()
 
-
-def forget_working(store: Store, user_id: str) -> None:
-    """Erase a user's working context (called by `ReflectiveMemory.forget`)."""
-    store.clear_user_state(user_id, STATE_NAME)

@@ -85,7 +85,7 @@ def test_forget_user_drops_their_workflows(mem):
     assert mem.workflows.workflows(user_id="u") == []
     assert len(mem.workflows.workflows(user_id="v")) == 1
     # the emptied row is named by a hash of the id, not by the id
-    assert mem.store.load_state(user_state_name("u", "workflows"))[1] == b"[]"
+    assert mem.store.load_state(user_state_name("u", "workflows"))[1] == b""
     assert mem.store.load_state("workflows/user/u") == (0, None)
 
 

@@ -22,10 +22,13 @@ def default_location() -> str:
     return os.path.join(data, "rmm", "memory.sqlite")
 
 
-def open_store(target: str | Path) -> Store:
-    """`:memory:`, a file path or `sqlite:///path` → SQLite; `postgresql://…` → PostgreSQL."""
+def open_store(target: str | Path, *, synchronous: str = "NORMAL") -> Store:
+    """`:memory:`, a file path or `sqlite:///path` → SQLite; `postgresql://…` → PostgreSQL.
+
+    `synchronous` is SQLite's durability level (`SYNCHRONOUS`); a PostgreSQL server's commits
+    are durable by its own settings."""
     if isinstance(target, Path):
-        return SQLiteStore(target)
+        return SQLiteStore(target, synchronous=synchronous)
     if not isinstance(target, str) or not target.strip():
         raise InvalidInputError(f"open() needs a path or database URL, got {target!r}")
     if target.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
@@ -33,9 +36,9 @@ def open_store(target: str | Path) -> Store:
 
         return PostgresStore(target)
     if target.startswith("sqlite:///"):
-        return SQLiteStore(target[len("sqlite:///"):] or ":memory:")
+        return SQLiteStore(target[len("sqlite:///"):] or ":memory:", synchronous=synchronous)
     if "://" in target:
         raise InvalidInputError(
             f"unsupported database URL {target.split('://')[0]}://; "
             "use a file path, sqlite:///path or postgresql://")
-    return SQLiteStore(Path(target).expanduser())
+    return SQLiteStore(Path(target).expanduser(), synchronous=synchronous)

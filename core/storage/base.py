@@ -22,7 +22,13 @@ _LEGACY_USER_STATE = {"reranker/user/": "reranker", "workflows/user/": "workflow
 def user_state_name(user_id: str, name: str) -> str:
     """The named-state key of a user's own blob: a hash of the user id, so that an erased
     blob's row does not keep the id of a forgotten user."""
-    return f"user:{hashlib.sha256(user_id.encode()).hexdigest()}:{name}"
+    return user_state_prefix(user_id) + name
+
+
+def user_state_prefix(user_id: str) -> str:
+    """What every named-state key of the user's own blobs starts with (`forget` finds them
+    all by it, whatever their kind: reranker, workflows, working context, ...)."""
+    return f"user:{hashlib.sha256(user_id.encode()).hexdigest()}:"
 
 
 def legacy_state_renames(names: Iterable[str]) -> list[tuple[str, str]]:
@@ -103,6 +109,8 @@ class Store(ABC):
     """
 
     url: str
+    read_only: bool = False
+    """True when the store was opened for reading only (a file or folder not writable)."""
 
     # turn log -----------------------------------------------------------------------
     @abstractmethod
@@ -157,10 +165,19 @@ class Store(ABC):
 
     @abstractmethod
     def forget(self, user_id: str) -> None:
-        """Delete every turn, session, memory, version and vector of the user."""
+        """Delete every turn, session, memory, version and vector of the user and erase every
+        per-user named state (`user_state_prefix`), in one transaction."""
 
     @abstractmethod
     def users(self) -> list[str]: ...
+
+    def has_user(self, user_id: str) -> bool:
+        """Whether the store holds anything of the user, per-user named state included."""
+        return user_id in self.users()
+
+    def vector_dim(self) -> int | None:
+        """The dimension of the stored memory vectors; None while there are none."""
+        return None
 
     def sessions(self, user_id: str) -> list[SessionState]:
         """Every session of the user, oldest first (operators' inspection and export)."""
@@ -226,13 +243,6 @@ class Store(ABC):
                         blob: bytes) -> bool:
         """Compare-and-set of a user's named blob, as `save_state`."""
         return self.save_state(user_state_name(user_id, name), expected_version, blob)
-
-    def clear_user_state(self, user_id: str, name: str) -> None:
-        """Erase a user's named blob (part of forgetting the user)."""
-        while True:
-            version, blob = self.load_user_state(user_id, name)
-            if blob is None or self.save_user_state(user_id, name, version, b""):
-                return
 
     @abstractmethod
     def claim_feedback(self, result_id: str, user_id: str,

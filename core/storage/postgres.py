@@ -17,9 +17,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ..errors import MissingDependencyError, StorageError
+from ..errors import InvalidInputError, MissingDependencyError, StorageError
 from .base import SCHEMA_VERSION
-from .sql import APP_ID, SQLStore, rename_legacy_user_state
+from .redact import redact
+from .sql import APP_ID, SQLStore, read_schema_version, rename_legacy_user_state
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -87,7 +88,10 @@ def _lock_key(name: str) -> int:
 
 def _split_url(url: str) -> tuple[str, str]:
     """Strip our own `rmm_schema` parameter (libpq would reject it); normalise the scheme."""
-    parts = urlsplit(url.replace("postgresql+psycopg://", "postgresql://", 1))
+    try:
+        parts = urlsplit(url.replace("postgresql+psycopg://", "postgresql://", 1))
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket: postgresql://[::1
+        raise InvalidInputError(f"bad PostgreSQL URL {redact(url, url)}: {exc}") from None
     query = parse_qsl(parts.query, keep_blank_values=True)
     schema = next((v for k, v in query if k == "rmm_schema"), "rmm")
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
@@ -118,6 +122,9 @@ class _Tx:
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.cur.executemany(self._sql(sql), rows)
 
+    def lock(self, key: str) -> None:
+        self.cur.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(key),))
+
 
 class PostgresStore(SQLStore):
     """One psycopg connection per store, guarded by a lock; reconnects after a broken link."""
@@ -144,9 +151,8 @@ class PostgresStore(SQLStore):
         try:
             conn = psycopg.connect(self._dsn, autocommit=True,
                                    connect_timeout=max(1, int(self._timeout)))
-        except psycopg.OperationalError as exc:
-            raise StorageError(f"cannot reach PostgreSQL at {_redact(self.url)}: "
-                               f"{str(exc).strip()}") from exc
+        except psycopg.Error as exc:
+            raise self._failure("cannot reach PostgreSQL at", exc)  # noqa: B904 - it sets the cause
         self._conn = conn
         if create:
             self._migrate()
@@ -179,9 +185,9 @@ class PostgresStore(SQLStore):
                 with conn.transaction():
                     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             except Exception as exc:
-                raise StorageError(
+                raise StorageError(redact(
                     "the pgvector extension is not available on this PostgreSQL server "
-                    f"(CREATE EXTENSION vector failed: {str(exc).strip()})") from exc
+                    f"(CREATE EXTENSION vector failed: {str(exc).strip()})", self.url)) from exc
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
             conn.execute(f"SET LOCAL search_path TO {self.schema}, public")
             tables = {r[0] for r in conn.execute(
@@ -196,7 +202,8 @@ class PostgresStore(SQLStore):
                 if meta.get("app") != APP_ID:
                     raise StorageError(f"schema {self.schema!r} belongs to another application "
                                        f"({meta.get('app')})")
-                version = int(meta.get("schema_version", 0))
+                version = read_schema_version(meta.get("schema_version"),
+                                              f"schema {self.schema!r}")
             if version > SCHEMA_VERSION:
                 raise StorageError(f"schema {self.schema!r} has version {version}; this "
                                    f"rmm_core knows up to {SCHEMA_VERSION}: upgrade the package")
@@ -218,7 +225,17 @@ class PostgresStore(SQLStore):
         try:
             yield
         except psycopg.Error as exc:
-            raise StorageError(f"PostgreSQL at {_redact(self.url)}: {str(exc).strip()}") from exc
+            raise self._failure("PostgreSQL at", exc)  # noqa: B904 - it sets the cause
+
+    def _failure(self, prefix: str, exc: Exception) -> StorageError:
+        """A driver failure as `StorageError`, passwords redacted (libpq echoes a malformed
+        conninfo token); the driver's exception is its cause only when its text holds none."""
+        text = str(exc).strip()
+        clean = redact(text, self.url)
+        error = StorageError(f"{prefix} {redact(self.url, self.url)}: {clean}")
+        error.__cause__ = exc if clean == text else None
+        error.__suppress_context__ = True
+        return error
 
     def _live(self) -> Any:
         if self._conn is None or self._conn.closed or self._conn.broken:
@@ -231,8 +248,9 @@ class PostgresStore(SQLStore):
         with self._lock, self._errors():
             conn = self._live()
             with conn.transaction(), conn.cursor(binary=True) as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(lock),))
-                yield _Tx(cur)
+                tx = _Tx(cur)
+                tx.lock(lock)
+                yield tx
 
     @contextmanager
     def _snapshot(self) -> Iterator[_Tx]:
@@ -246,6 +264,8 @@ class PostgresStore(SQLStore):
         with self._lock, self._errors():
             with self._live().cursor(binary=True) as cur:
                 return _Tx(cur).all(sql, params)
+
+    _VECTOR_DIM_SQL = "vector_dims(vec)"
 
     def _vec_param(self, vector: np.ndarray) -> np.ndarray:
         return vector
@@ -283,11 +303,3 @@ class PostgresStore(SQLStore):
             if self._conn is not None:
                 self._conn.close()
 
-
-def _redact(url: str) -> str:
-    """The URL without its password, for error messages."""
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url

@@ -28,6 +28,7 @@ from .base import (
     SessionState,
     Store,
     legacy_state_renames,
+    user_state_prefix,
 )
 
 APP_ID = "rmm_core"
@@ -51,6 +52,18 @@ class Tx(Protocol):
     def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    def lock(self, key: str) -> None:
+        """Also take the write lock `key` until the transaction ends (see `SQLStore._tx`)."""
+
+
+def read_schema_version(value: Any, where: str) -> int:
+    """The schema version stored in `meta`, checked: a positive integer, else `StorageError`
+    (a damaged or hand-edited row must not pass for an old schema and be "migrated")."""
+    if isinstance(value, str) and value.isdecimal() and int(value) > 0:
+        return int(value)
+    raise StorageError(f"{where} has a damaged schema version ({value!r} in its meta table); "
+                       "restore it from a backup")
 
 
 def rename_legacy_user_state(db: Tx) -> None:
@@ -85,6 +98,32 @@ def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
 
 def _marks(n: int) -> str:
     return ",".join("?" * n)
+
+
+def _existing_turn_ids(db: Tx, user_id: str, ids: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for chunk in _chunks(list(ids)):
+        found.update(r[0] for r in db.all(
+            f"SELECT turn_id FROM turns WHERE user_id = ? AND turn_id IN "
+            f"({_marks(len(chunk))})", (user_id, *chunk)))
+    return found
+
+
+def _auto_ids(db: Tx, user_id: str, session_id: str, n: int,
+              given: Sequence[str | None]) -> list[str]:
+    """Turn ids, `session:position` for turns given without one; a position id the caller
+    already used for another turn gets a suffix (`s:2.2`) instead of failing every append."""
+    auto = {i: f"{session_id}:{n + i}" for i, t in enumerate(given, start=1) if not t}
+    taken = {t for t in given if t} | _existing_turn_ids(db, user_id, list(auto.values()))
+    for i, base in auto.items():
+        candidate, k = base, 1
+        while candidate in taken:
+            k += 1
+            candidate = f"{base}.{k}"
+            taken |= _existing_turn_ids(db, user_id, [candidate])
+        auto[i] = candidate
+        taken.add(candidate)
+    return [t or auto[i] for i, t in enumerate(given, start=1)]
 
 
 class SQLStore(Store):
@@ -122,6 +161,9 @@ class SQLStore(Store):
     def _dec(self, text: str) -> str:
         return text
 
+    _VECTOR_DIM_SQL = "length(vec) / 4"
+    """SQL for the dimension of a stored vector `vec`."""
+
     # turn log ---------------------------------------------------------------------------
     def append_turns(self, user_id: str, session_id: str, turns: Sequence[Turn],
                      started_at: datetime | None, now: float) -> list[Turn]:
@@ -129,16 +171,15 @@ class SQLStore(Store):
             row = db.one("SELECT n_turns FROM sessions WHERE user_id = ? AND session_id = ?",
                          (user_id, session_id))
             n = row[0] if row else 0
-            stored = [Turn(t.speaker, t.text, t.id or f"{session_id}:{n + i}", t.timestamp,
-                           session_id) for i, t in enumerate(turns, start=1)]
-            ids = [t.id for t in stored]
-            if len(set(ids)) != len(ids):
+            given = [t.id for t in turns if t.id]
+            if len(set(given)) != len(given):
                 raise InvalidInputError("duplicate turn ids within one append")
-            for chunk in _chunks(ids):
-                clash = db.one(f"SELECT turn_id FROM turns WHERE user_id = ? AND turn_id IN "
-                               f"({_marks(len(chunk))}) LIMIT 1", (user_id, *chunk))
-                if clash:
-                    raise InvalidInputError(f"turn id {clash[0]!r} already exists for this user")
+            clash = _existing_turn_ids(db, user_id, given)
+            if clash:
+                raise InvalidInputError(f"turn id {min(clash)!r} already exists for this user")
+            ids = _auto_ids(db, user_id, session_id, n, [t.id for t in turns])
+            stored = [Turn(t.speaker, t.text, i, t.timestamp, session_id)
+                      for t, i in zip(turns, ids)]
             db.many("INSERT INTO turns (user_id, session_id, seq, turn_id, speaker, text, ts) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [(user_id, session_id, n + i, t.id, self._enc(t.speaker), self._enc(t.text),
@@ -361,13 +402,37 @@ class SQLStore(Store):
         return rows[0][0] if rows else 0
 
     def forget(self, user_id: str) -> None:
+        pattern = user_state_prefix(user_id) + "%"
         with self._tx(f"user:{user_id}") as db:
+            names = sorted(n for (n,) in db.all(
+                "SELECT name FROM named_state WHERE name LIKE ? UNION "
+                "SELECT name FROM state_deltas WHERE name LIKE ?", (pattern, pattern)))
+            for name in names:  # the locks of the compare-and-set writers of that state
+                db.lock(f"state:{name}")
             for table in USER_TABLES:
                 db.run(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+            db.run("DELETE FROM state_deltas WHERE name LIKE ?", (pattern,))
+            # erased, not deleted: a new version tells every process's cache it changed
+            db.many("INSERT INTO named_state (name, version, blob) VALUES (?, 1, ?) "
+                    "ON CONFLICT (name) DO UPDATE SET version = named_state.version + 1, "
+                    "blob = excluded.blob", [(name, b"") for name in names])
 
     def users(self) -> list[str]:
         return [r[0] for r in self._read(
             "SELECT user_id FROM sessions UNION SELECT user_id FROM memories ORDER BY 1")]
+
+    def has_user(self, user_id: str) -> bool:
+        pattern = user_state_prefix(user_id) + "%"
+        sql = " UNION ALL ".join(
+            [f"SELECT 1 FROM {table} WHERE user_id = ?" for table in USER_TABLES]
+            + ["SELECT 1 FROM named_state WHERE name LIKE ? AND length(blob) > 0",
+               "SELECT 1 FROM state_deltas WHERE name LIKE ?"])
+        return bool(self._read(f"SELECT EXISTS ({sql})",
+                               (*[user_id] * len(USER_TABLES), pattern, pattern))[0][0])
+
+    def vector_dim(self) -> int | None:
+        rows = self._read(f"SELECT {self._VECTOR_DIM_SQL} FROM memory_vectors LIMIT 1")
+        return int(rows[0][0]) if rows else None
 
     def sessions(self, user_id: str) -> list[SessionState]:
         return [self._session_row(r) for r in self._read(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -11,11 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StorageError
+from ..errors import InvalidInputError, StorageError
 from .base import SCHEMA_VERSION
-from .sql import APP_ID, SQLStore, new_memory_id, rename_legacy_user_state
+from .sql import APP_ID, SQLStore, new_memory_id, read_schema_version, rename_legacy_user_state
 
-__all__ = ["SQLiteStore", "new_memory_id"]
+__all__ = ["SYNCHRONOUS", "SQLiteStore", "new_memory_id"]
+
+SYNCHRONOUS = ("NORMAL", "FULL")
+"""SQLite `synchronous` levels offered (WAL mode): a commit under NORMAL survives a crash of
+the process, under FULL a power loss too (each commit waits for the disk)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -77,25 +82,42 @@ class _Tx:
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.conn.executemany(sql, rows)
 
+    def lock(self, key: str) -> None:
+        """Nothing to take: a SQLite write transaction already excludes every other writer."""
+
 
 class SQLiteStore(SQLStore):
-    """One connection guarded by a lock; WAL and a busy timeout for other processes."""
+    """One connection guarded by a lock; WAL and a busy timeout for other processes.
 
-    def __init__(self, path: str | Path = ":memory:", *, timeout: float = 60.0) -> None:
+    Deleted content is overwritten (`secure_delete`), and `forget` truncates the WAL, so a
+    forgotten user's text stays in neither file. A file that this process cannot write (or
+    whose folder it cannot write, so no WAL can be made) opens read-only.
+    """
+
+    def __init__(self, path: str | Path = ":memory:", *, timeout: float = 60.0,
+                 synchronous: str = "NORMAL") -> None:
+        if synchronous not in SYNCHRONOUS:
+            raise InvalidInputError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, "
+                                    f"got {synchronous!r}")
         self.path = str(path)
         self.url = self.path if self.path == ":memory:" else f"sqlite:///{self.path}"
         if self.path != ":memory:":
             parent = Path(self.path).expanduser().resolve().parent
             if not parent.is_dir():
                 raise StorageError(f"cannot open {self.path}: folder {parent} does not exist")
+        self.read_only = self.path != ":memory:" and not _writable(Path(self.path))
+        if self.read_only and not Path(self.path).expanduser().exists():
+            raise StorageError(f"cannot create {self.path}: its folder is not writable")
         self._lock = threading.RLock()
         try:
-            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
-                                         check_same_thread=False)
+            self._conn = (_connect_read_only(self.path, timeout) if self.read_only else
+                          sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
+                                          check_same_thread=False))
             self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            if self.path != ":memory:":
+            if self.path != ":memory:" and not self.read_only:
                 self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+            self._conn.execute("PRAGMA secure_delete = ON")
             self._init_schema()
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"{self.path} is not a usable rmm database: {exc}") from exc
@@ -104,6 +126,9 @@ class SQLiteStore(SQLStore):
     @contextmanager
     def _tx(self, lock: str = "") -> Iterator[_Tx]:
         """A write transaction taken up front (BEGIN IMMEDIATE), so it cannot deadlock."""
+        if self.read_only:
+            raise StorageError(f"{self.path} is open read-only (this process cannot write the "
+                               "file or its folder): nothing written")
         with self._lock, _storage_errors(self.path):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -138,6 +163,9 @@ class SQLiteStore(SQLStore):
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
             if tables and "meta" not in tables:
                 raise StorageError(f"{self.path} is a SQLite database of another application")
+            if self.read_only:
+                self._check_read_only_schema()
+                return
             with self._tx() as db:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -149,7 +177,7 @@ class SQLiteStore(SQLStore):
                            (str(SCHEMA_VERSION),))
                 elif row[0] != APP_ID:
                     raise StorageError(f"{self.path} belongs to another application ({row[0]})")
-                version = int(db.one("SELECT value FROM meta WHERE key = 'schema_version'")[0])
+                version = read_schema_version(_meta(db, "schema_version"), self.path)
                 if version > SCHEMA_VERSION:
                     raise StorageError(
                         f"{self.path} has schema version {version}; this rmm_core knows up "
@@ -160,9 +188,56 @@ class SQLiteStore(SQLStore):
                     db.run("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                            (str(SCHEMA_VERSION),))
 
+    def _check_read_only_schema(self) -> None:
+        """A read-only file is used as it is: it must be this application's, at this schema."""
+        db = _Tx(self._conn)
+        if _meta(db, "app") != APP_ID:
+            raise StorageError(f"{self.path} is not an rmm database")
+        version = read_schema_version(_meta(db, "schema_version"), self.path)
+        if version != SCHEMA_VERSION:
+            raise StorageError(f"{self.path} has schema version {version} and is read-only; "
+                               f"this rmm_core reads version {SCHEMA_VERSION}: open it once "
+                               "with write access to upgrade it")
+
+    def forget(self, user_id: str) -> None:
+        super().forget(user_id)
+        self._truncate_wal()
+
+    def _truncate_wal(self) -> None:
+        """Copy the WAL into the file and empty it: its frames still hold deleted text."""
+        if self.path != ":memory:":
+            with self._lock, _storage_errors(self.path):
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _meta(db: _Tx, key: str) -> str | None:
+    row = db.one("SELECT value FROM meta WHERE key = ?", (key,))
+    return row[0] if row else None
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process can write the database: the file (if any) and its folder, where
+    SQLite makes its -wal and -shm files."""
+    path = path.expanduser()
+    return os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+
+
+def _connect_read_only(path: str, timeout: float) -> sqlite3.Connection:
+    """A read-only connection; `immutable` where not even the -shm file can be made (a WAL
+    database in a read-only folder), which tells SQLite that no one writes the file."""
+    uri = Path(path).expanduser().resolve().as_uri()
+    options = {"timeout": timeout, "isolation_level": None, "check_same_thread": False}
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, **options)
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+    return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, **options)
 
 
 @contextmanager
