@@ -470,9 +470,11 @@ class WeightStore:
             self._step(name, g_q, g_m, count)
 
     def discard(self, name: str) -> None:
-        """Drop the gradients queued for `name` (its owner was forgotten)."""
+        """Drop the gradients queued and the weights cached for `name` (its owner was
+        forgotten)."""
         with self._lock:
             self._pending.pop(name, None)
+        self._cache.pop(name)
 
     def _step(self, name: str, g_q: LowRank, g_m: LowRank, count: int) -> None:
         self.store.append_state_delta(name, self._delta(g_q, g_m, count))
