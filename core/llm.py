@@ -73,18 +73,23 @@ USAGE_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "failures")
 
 _TALLY: ContextVar[dict[str, int] | None] = ContextVar("rmm_llm_usage", default=None)
 _SESSION: ContextVar[str] = ContextVar("rmm_llm_session", default="")
+_TIMED_OUT: ContextVar[list[str] | None] = ContextVar("rmm_llm_timed_out", default=None)
 
 
 @contextmanager
 def usage_scope(session_id: str = "") -> Iterator[dict[str, int]]:
-    """Count the LLM usage of the work done inside (one reflection, one `respond`, ...)."""
+    """Count the LLM usage of one operation (a reflection, a `respond`, ...) done inside.
+
+    Once an LLM call inside has timed out, the operation's later calls fail at once, so a
+    hung LLM costs one operation one `llm_timeout`, not one per call."""
     tally = dict.fromkeys(USAGE_FIELDS, 0)
-    tokens = _TALLY.set(tally), _SESSION.set(session_id)
+    tokens = _TALLY.set(tally), _SESSION.set(session_id), _TIMED_OUT.set([])
     try:
         yield tally
     finally:
         _TALLY.reset(tokens[0])
         _SESSION.reset(tokens[1])
+        _TIMED_OUT.reset(tokens[2])
 
 
 def start_usage(session_id: str = "") -> dict[str, int]:
@@ -231,10 +236,14 @@ class MeteredLLM:
         self._runner = _Workers(workers) if self._sync else _EventLoop()
 
     def complete(self, prompt: str) -> str:
+        timed_out = _TIMED_OUT.get()
+        if timed_out:
+            self._count(failures=1)
+            raise LLMError(f"{timed_out[0]} earlier in this operation; not asking again")
         with self._lock:
             stuck = self._stuck if self._stuck >= self.workers else 0
         if stuck:
-            self._count(calls=1, failures=1)
+            self._count(failures=1)
             raise LLMError(f"{stuck} earlier LLM calls timed out and have not returned yet; "
                            f"not starting another")
         call = _Call()
@@ -243,7 +252,10 @@ class MeteredLLM:
         if not wait([future], self.timeout).done:
             self._abandon(call, future)
             self._count(calls=1, failures=1, prompt_tokens=estimate_tokens(prompt))
-            raise LLMError(f"the LLM did not answer within {self.timeout:g} s")
+            message = f"the LLM did not answer within {self.timeout:g} s"
+            if timed_out is not None:
+                timed_out.append(message)
+            raise LLMError(message)
         exc = future.exception()
         if exc is not None:
             self._count(calls=1, failures=1)

@@ -58,27 +58,35 @@ class Reflector:
         A failure is recorded on the session (one more failed attempt, the error, and a
         retry time `retry_delay` x 2^attempts ahead) and raised typed: an `RMMError` as it
         is, anything else as `ReflectionError`. A failure of `after_commit` (notes) after
-        the memories were committed is recorded but not raised.
+        the memories were committed is recorded and logged, not raised.
         """
-        try:
-            with usage_scope(state.session_id) as usage:  # the LLM stages count into it
-                done = self._reflect(state, usage)
-        except Exception as exc:
-            retry_at = time.time() + self.retry_delay * 2 ** state.failures
-            self._record(state, exc, retry_at=retry_at)
-            if isinstance(exc, RMMError):
-                raise
-            raise ReflectionError(f"reflecting session {state.session_id!r} failed: "
-                                  f"{type(exc).__name__}: {exc}") from exc
-        if done and self.after_commit is not None:
+        with usage_scope(state.session_id) as usage:  # the LLM stages count into it
             try:
-                done = self.after_commit(state.user_id, done)
-            except Exception as exc:
-                log.warning("notes after reflecting session %r failed; its memories are "
-                            "kept and get their notes with the user's next reflection",
-                            state.session_id, exc_info=True)
-                self._record(state, exc, retry_at=None, counted=False, step="notes")
+                try:
+                    done = self._reflect(state)
+                except Exception as exc:
+                    retry_at = time.time() + self.retry_delay * 2 ** state.failures
+                    self._record(state, exc, retry_at=retry_at)
+                    if isinstance(exc, RMMError):
+                        raise
+                    raise ReflectionError(f"reflecting session {state.session_id!r} failed: "
+                                          f"{type(exc).__name__}: {exc}") from exc
+                if done and self.after_commit is not None:
+                    done = self._after_commit(state, done)
+            finally:
+                if any(usage.values()):
+                    self.store.add_usage(state.user_id, state.session_id, usage)
         return done or []
+
+    def _after_commit(self, state: SessionState, done: list[Memory]) -> list[Memory]:
+        try:
+            return self.after_commit(state.user_id, done)
+        except Exception as exc:
+            log.warning("notes after reflecting session %r failed; its memories are kept "
+                        "and get their notes with the user's next reflection",
+                        state.session_id, exc_info=True)
+            self._record(state, exc, retry_at=None, counted=False, step="notes")
+            return done
 
     def _record(self, state: SessionState, exc: Exception, *, retry_at: float | None,
                 counted: bool = True, step: str = "reflection") -> None:
@@ -89,7 +97,7 @@ class Reflector:
         except Exception:  # the original failure is what the caller needs to see
             log.exception("could not record the failure of session %r", state.session_id)
 
-    def _reflect(self, state: SessionState, usage: dict[str, int]) -> list[Memory] | None:
+    def _reflect(self, state: SessionState) -> list[Memory] | None:
         turns = self.store.turns(state.user_id, state.session_id, after_seq=state.reflected)
         if not turns:
             return []
@@ -121,8 +129,6 @@ class Reflector:
                     source=state.session_id, speakers=list(draft.speakers),
                     session_ids=[state.session_id])
         self._finish_merges(state.user_id, list(merges.values()))
-        if any(usage.values()):
-            self.store.add_usage(state.user_id, state.session_id, usage)
         return self.store.commit_reflection(state.user_id, state.session_id, state.reflected,
                                             state.reflected + len(turns), adds,
                                             list(merges.values()))
