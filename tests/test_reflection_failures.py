@@ -129,3 +129,23 @@ def _downgrade_to_schema_3(target: str) -> None:
         with sqlite3.connect(target) as db:
             for statement in drop:
                 db.execute(statement)
+
+
+def test_a_notes_failure_after_the_commit_is_recorded_and_retried(store_target, embedder,
+                                                                  monkeypatch):
+    mem = ReflectiveMemory.open(store_target, embedder=embedder, notes=True)
+
+    def down(*args, **kwargs):
+        raise ConnectionError("store went away while writing notes")
+
+    monkeypatch.setattr(mem.store, "update_memory_attrs", down)
+    first = mem.add_session(VICTIM, user_id="u", session_id="a")  # does not raise
+    monkeypatch.undo()
+    assert first and all("links" not in m.attrs for m in mem.memories(user_id="u"))
+    state = mem.store.session("u", "a")
+    assert state.reflected == 2 and state.failures == 0 and "notes" in state.last_error
+    mem.add_session([Turn("Ann", "Stripes sleeps on my pillow every night.", "b:1")],
+                    user_id="u", session_id="b")
+    assert all("links" in m.attrs and m.attrs.get("context")
+               for m in mem.memories(user_id="u"))  # the first session's notes, retried
+    mem.close()

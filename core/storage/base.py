@@ -130,11 +130,10 @@ class Store(ABC):
 
     @abstractmethod
     def pending_sessions(self, idle_before: float | None, user_id: str | None = None, *,
-                         max_failures: int | None = None,
-                         now: float | None = None) -> list[SessionState]:
+                         max_failures: int | None = None) -> list[SessionState]:
         """Sessions with unreflected turns that ended, or are open and idle since before;
-        with `max_failures`, only those with fewer failed attempts whose `retry_at` is not
-        after `now`."""
+        with `max_failures`, only those with fewer failed attempts whose `retry_at` has
+        come."""
 
     def record_reflection_failure(self, user_id: str, session_id: str, error: str, *,
                                   retry_at: float | None, counted: bool = True) -> None:

@@ -184,8 +184,7 @@ class SQLStore(Store):
                           (user_id, session_id)) > 0
 
     def pending_sessions(self, idle_before: float | None, user_id: str | None = None, *,
-                         max_failures: int | None = None,
-                         now: float | None = None) -> list[SessionState]:
+                         max_failures: int | None = None) -> list[SessionState]:
         sql = (f"SELECT {_SESSION_READ} FROM sessions WHERE reflected < n_turns AND "
                "(status = 'ended'" + (" OR last_activity < ?)" if idle_before is not None
                                       else ")"))
@@ -196,7 +195,7 @@ class SQLStore(Store):
         if max_failures is not None:
             sql += (" AND reflect_failures < ? AND "
                     "(reflect_retry_at IS NULL OR reflect_retry_at <= ?)")
-            params += [max_failures, time.time() if now is None else now]
+            params += [max_failures, time.time()]
         return [self._session_row(r) for r in self._read(sql + " ORDER BY rowid", params)]
 
     def record_reflection_failure(self, user_id: str, session_id: str, error: str, *,
