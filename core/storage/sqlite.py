@@ -162,8 +162,9 @@ class SQLiteStore(SQLStore):
                 if version < SCHEMA_VERSION:  # the schema above created what was missing
                     if version < 3:
                         rename_legacy_user_state(db)
-                    if version < 4:
-                        for column in _SESSION_FAILURE_COLUMNS:
+                    have = {r[1] for r in db.all("PRAGMA table_info(sessions)")}
+                    for column in _SESSION_FAILURE_COLUMNS:
+                        if column.split()[0] not in have:
                             db.run(f"ALTER TABLE sessions ADD COLUMN {column}")
                     db.run("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                            (str(SCHEMA_VERSION),))
