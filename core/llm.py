@@ -77,8 +77,10 @@ _TIMED_OUT: ContextVar[list[str] | None] = ContextVar("rmm_llm_timed_out", defau
 
 
 @contextmanager
-def usage_scope(session_id: str = "") -> Iterator[dict[str, int]]:
-    """Count the LLM usage of one operation (a reflection, a `respond`, ...) done inside.
+def usage_scope(session_id: str = "", save: Callable[[dict[str, int]], None] | None = None
+                ) -> Iterator[dict[str, int]]:
+    """Count the LLM usage of one operation (a reflection, a `respond`, ...) done inside,
+    and hand it to `save` at the end (when there was any), even if the operation failed.
 
     Once an LLM call inside has timed out, the operation's later calls fail at once, so a
     hung LLM costs one operation one `llm_timeout`, not one per call."""
@@ -90,6 +92,8 @@ def usage_scope(session_id: str = "") -> Iterator[dict[str, int]]:
         _TALLY.reset(tokens[0])
         _SESSION.reset(tokens[1])
         _TIMED_OUT.reset(tokens[2])
+        if save is not None and any(tally.values()):
+            save(tally)
 
 
 def start_usage(session_id: str = "") -> dict[str, int]:

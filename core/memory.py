@@ -8,8 +8,8 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -340,15 +340,10 @@ class ReflectiveMemory:
         context, workflows); `sessions` counts the sessions reflected with the LLM."""
         return self.store.usage(check_id(user_id, "user_id", optional=True))
 
-    @contextmanager
-    def _usage_for(self, user_id: str | None) -> Iterator[None]:
+    def _usage_for(self, user_id: str) -> AbstractContextManager[dict[str, int]]:
         """Add the LLM usage of the work inside to `user_id`'s (outside any session)."""
-        with usage_scope() as tally:
-            try:
-                yield
-            finally:
-                if user_id and any(tally.values()):
-                    self.store.add_usage(check_id(user_id, "user_id"), "", tally)
+        user_id = check_id(user_id, "user_id")
+        return usage_scope(save=lambda tally: self.store.add_usage(user_id, "", tally))
 
     def _llm_for(self, llm: Any) -> MeteredLLM | None:
         """This memory's LLM, or a per-call one metered once (the last few are kept, so a

@@ -60,22 +60,21 @@ class Reflector:
         is, anything else as `ReflectionError`. A failure of `after_commit` (notes) after
         the memories were committed is recorded and logged, not raised.
         """
-        with usage_scope(state.session_id) as usage:  # the LLM stages count into it
+        def save(usage: dict[str, int]) -> None:
+            self.store.add_usage(state.user_id, state.session_id, usage)
+
+        with usage_scope(state.session_id, save):  # the LLM stages count into it
             try:
-                try:
-                    done = self._reflect(state)
-                except Exception as exc:
-                    retry_at = time.time() + self.retry_delay * 2 ** state.failures
-                    self._record(state, exc, retry_at=retry_at)
-                    if isinstance(exc, RMMError):
-                        raise
-                    raise ReflectionError(f"reflecting session {state.session_id!r} failed: "
-                                          f"{type(exc).__name__}: {exc}") from exc
-                if done and self.after_commit is not None:
-                    done = self._after_commit(state, done)
-            finally:
-                if any(usage.values()):
-                    self.store.add_usage(state.user_id, state.session_id, usage)
+                done = self._reflect(state)
+            except Exception as exc:
+                retry_at = time.time() + self.retry_delay * 2 ** state.failures
+                self._record(state, exc, retry_at=retry_at)
+                if isinstance(exc, RMMError):
+                    raise
+                raise ReflectionError(f"reflecting session {state.session_id!r} failed: "
+                                      f"{type(exc).__name__}: {exc}") from exc
+            if done and self.after_commit is not None:
+                done = self._after_commit(state, done)
         return done or []
 
     def _after_commit(self, state: SessionState, done: list[Memory]) -> list[Memory]:

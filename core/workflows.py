@@ -325,13 +325,11 @@ class WorkflowMemory:
         (a near-duplicate of a stored workflow strengthens it instead)."""
         owner = owner_key(user_id, agent_id)
         batch = [Trajectory.coerce(t) for t in trajectories]
-        with usage_scope() as tally:
-            try:
-                good = [t for t in batch if self.judge.judge(t)]
-                induced = self.inducer.induce(good) if good else []
-            finally:  # a user's LLM calls count in their usage (an agent's in none)
-                if user_id is not None and any(tally.values()):
-                    self.store.add_usage(user_id, "", tally)
+        # a user's LLM calls count in their usage (an agent's in none)
+        save = (lambda tally: self.store.add_usage(user_id, "", tally)) if user_id else None
+        with usage_scope(save=save):
+            good = [t for t in batch if self.judge.judge(t)]
+            induced = self.inducer.induce(good) if good else []
         return self._add(owner, induced) if good else []
 
     def record(self, trajectory: Trajectory | Mapping[str, Any], *, user_id: str | None = None,

@@ -7,7 +7,10 @@ segmentation, extraction and reconciliation with A-MEM notes (3 sessions: 2 by
 `add_session`, 1 by `append` + `end_session`), `workflows.record`, SCM `recall`, working
 context eviction (12 messages), and `respond`, while a bystander thread appends and searches
 for another user on the same memory. Per behaviour that is 19 timed calls for the victim
-plus the bystander's (about 20), and 30 to 70 LLM calls (the test prints the counts).
+and 80 for the bystander; the LLM got 17 calls when raising, 7 when hanging (one per
+operation: a timed-out call ends the operation's LLM use), 30 with garbage and 31 with
+brackets (with repair requests). The test prints these counts (`pytest -s`). A second test
+runs 40 sessions against a hung LLM with `llm_workers=2`.
 
 Checked: every call returns, or raises a typed `RMMError`, within `llm_timeout` + 1 s; no
 turn is lost and every session is reflected (by the LLM-free fallbacks); the bystander's
