@@ -56,7 +56,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "forget": ("delete everything a user has: turns, sessions, memories, versions",
                "rmm forget --user alice          (asks you to type the user id)\n"
                "  rmm forget --user alice --yes    (for scripts)"),
-    "stats": ("how many users, sessions, turns and memories; LLM calls and tokens",
+    "stats": ("how many users, sessions, turns and memories; sessions waiting for reflection "
+              "or failed; LLM calls and tokens",
               "rmm stats\n  rmm stats --user alice --json"),
 }
 """Command name -> (one-line help, example)."""
@@ -258,7 +259,10 @@ def _stats(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     user = _known(store, args.user) if args.user else None
     counts = store.counts(user)
     usage = store.usage(user)
-    figures = {**counts, "llm_calls": usage["calls"], "prompt_tokens": usage["prompt_tokens"],
+    backlog = store.reflection_counts(user)
+    figures = {**counts, "sessions_waiting": backlog["waiting"],
+               "sessions_failed": backlog["failed"], "llm_calls": usage["calls"],
+               "prompt_tokens": usage["prompt_tokens"],
                "completion_tokens": usage["completion_tokens"], "llm_failures": usage["failures"]}
     if args.json:
         out.write(json.dumps(figures) + "\n")

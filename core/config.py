@@ -77,6 +77,15 @@ class MemoryConfig(BaseModel):
     llmlingua_model_path: str | None = Field(
         None, description="Local folder of an LLMLingua-2 model (compression='llmlingua').")
     llm_timeout: float | None = Field(120.0, gt=0, description="Seconds allowed per LLM call.")
+    llm_workers: int = Field(4, ge=1, le=256, description="LLM calls running at once; while "
+                                                         "this many are stuck past "
+                                                         "llm_timeout, new calls fail at once.")
+    reflection_max_attempts: int = Field(
+        3, ge=1, le=100, description="Failed reflections after which the background sweep "
+                                     "leaves a session alone (end_session still retries).")
+    reflection_retry_delay: float = Field(
+        60.0, ge=0, description="Seconds before the sweep retries a failed reflection; "
+                                "doubles with each failure.")
     notes: bool = Field(False, description="A-MEM notes: keywords, tags, context and links "
                                            "on each memory after reflection.")
     notes_in_key: bool = Field(False, description="Add a note's keywords, tags and context to "

@@ -35,5 +35,11 @@ class LLMError(RMMError):
     be used even after one repair; the stage falls back to its LLM-free form."""
 
 
+class ReflectionError(RMMError):
+    """A session's reflection failed for a reason other than the LLM (whose failures fall
+    back to the LLM-free stages); its turns are kept and the failure is recorded on the
+    session, which is retried later."""
+
+
 class LLMFallbackWarning(UserWarning):
     """An LLM stage failed for one session and its LLM-free form did the work instead."""

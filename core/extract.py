@@ -87,7 +87,7 @@ def parse_topics(answer: str, speakers: list[str], n: int) -> list[tuple[str, st
     answer that is only `NO_TRAIT` means nothing personal. A truncated answer keeps only
     the memories that arrived whole.
     """
-    if answer.strip().strip("\"'`.").upper() == prompts.NO_TRAIT:
+    if _is_no_trait(answer):
         return []
     value, repaired = load_json(answer)
     if not isinstance(value, dict):
@@ -111,7 +111,7 @@ def parse_topics(answer: str, speakers: list[str], n: int) -> list[tuple[str, st
             if not isinstance(item, dict):
                 continue
             summary = item.get("summary")
-            if not isinstance(summary, str) or not summary.strip():
+            if not isinstance(summary, str) or not summary.strip() or _is_no_trait(summary):
                 continue
             if repaired and "reference" not in item:
                 continue  # cut off mid-memory
@@ -123,6 +123,11 @@ def parse_topics(answer: str, speakers: list[str], n: int) -> list[tuple[str, st
                 summary = f"{speaker}: {summary}"  # a memory must say whom it is about
             out.append((speaker, summary, positions))
     return out
+
+
+def _is_no_trait(text: str) -> bool:
+    """The sentinel for "nothing personal", alone or inside a list, quoted or not."""
+    return text.strip().strip("\"'`.").upper() == prompts.NO_TRAIT
 
 
 def _topic_hint(segments: list[list[int]]) -> str:

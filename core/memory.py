@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -16,10 +18,10 @@ from .compress import Compressor
 from .config import MemoryConfig
 from .context import hit_text
 from .embed import Embedder, default_embedder
-from .errors import InvalidInputError
+from .errors import InvalidInputError, RMMError
 from .extract import Extractor
 from .index import FusionWeights, UserIndex, english_stemmer
-from .llm import as_llm
+from .llm import MeteredLLM, metered, usage_scope
 from .pipeline import build_pipeline
 from .reconcile import Reconciler
 from .reflect import Pipeline, Reflector
@@ -27,7 +29,7 @@ from .rerank import LearnedReranker
 from .scm import Recall, SCMController
 from .segment import Segmenter
 from .storage import open_store
-from .storage.base import Store
+from .storage.base import SessionState, Store
 from .types import (
     Memory,
     MemoryHit,
@@ -42,6 +44,7 @@ from .workflows import WorkflowMemory
 from .working import WorkingContext
 
 TurnLike = Turn | Mapping[str, Any]
+log = logging.getLogger("rmm_core.memory")
 
 
 class ReflectiveMemory:
@@ -57,9 +60,11 @@ class ReflectiveMemory:
                  llm: Any = None) -> None:
         self.config = config or MemoryConfig()
         self.store = store
-        self.llm = llm
+        self.llm = metered(llm, self.config)
+        """The user's LLM as every LLM caller uses it: counted, time-bounded, typed errors."""
+        self._llm_overrides: OrderedDict[int, tuple[Any, MeteredLLM]] = OrderedDict()
         self.embedder = embedder or default_embedder(self.config.embedding_model)
-        self.pipeline = pipeline or default_pipeline(self.config, llm)
+        self.pipeline = pipeline or default_pipeline(self.config, self.llm)
         self._stemmer = english_stemmer()
         self._weights = FusionWeights(self.config.lexical_weight, self.config.dense_weight,
                                       self.config.turn_weight, self.config.neighbour_smoothing)
@@ -67,11 +72,13 @@ class ReflectiveMemory:
         self._index_lock = threading.Lock()
         self._reflector = Reflector(store, self.embedder, self.pipeline, self._index,
                                     turn_vectors=self.config.turn_vectors,
-                                    memory_vector=self.config.memory_vector)
+                                    memory_vector=self.config.memory_vector,
+                                    retry_delay=self.config.reflection_retry_delay)
         if self.config.notes:  # A-MEM notes and links after each reflection commit
             from .notes import keeper_for
 
-            self._reflector.after_commit = keeper_for(store, self.embedder, self.config, llm)
+            self._reflector.after_commit = keeper_for(store, self.embedder, self.config,
+                                                      self.llm)
         self._reranker = LearnedReranker(store, self.config)
         self._last_sweep = 0.0
         _check_dimension(store, self.embedder)
@@ -95,6 +102,7 @@ class ReflectiveMemory:
         config = config or MemoryConfig()
         if settings:
             config = MemoryConfig(**{**config.model_dump(), **settings})
+        llm = metered(llm, config)
         pipeline = default_pipeline(config, llm)
         for name, stage in (("segmenter", segmenter), ("extractor", extractor),
                             ("compressor", compressor), ("reconciler", reconciler)):
@@ -123,7 +131,11 @@ class ReflectiveMemory:
     def append(self, turns: Sequence[TurnLike] | TurnLike, *, user_id: str,
                session_id: str, started_at: datetime | str | float | None = None
                ) -> list[Turn]:
-        """Log turns durably, at once; reflection waits for the session to end."""
+        """Log turns durably, at once; reflection waits for the session to end.
+
+        A reflection this call triggers (size limit, idle sessions) never makes it fail: a
+        failed one is recorded on its session and retried later.
+        """
         user_id = check_id(user_id, "user_id")
         session_id = check_id(session_id, "session_id")
         batch = _coerce_turns(turns)
@@ -131,13 +143,19 @@ class ReflectiveMemory:
                                          as_datetime(started_at, "started_at"), time.time())
         state = self.store.session(user_id, session_id)
         limit = self.config.session_max_turns
-        if limit and state and state.n_turns - state.reflected >= limit:
-            self._reflector.reflect(state)
+        if limit and state and state.n_turns - state.reflected >= limit and \
+                state.failures < self.config.reflection_max_attempts:
+            self._reflect_quietly(state)
         self._sweep_idle()
         return stored
 
     def end_session(self, *, user_id: str, session_id: str) -> list[Memory]:
-        """End a session and run prospective reflection on it now."""
+        """End a session and run prospective reflection on it now.
+
+        LLM failures fall back to the LLM-free stages. Any other failure is recorded on the
+        session (retried later, see `reflection_max_attempts`) and raised: an `RMMError`, or
+        `ReflectionError` wrapping what the failing stage raised. The turns stay stored.
+        """
         user_id = check_id(user_id, "user_id")
         session_id = check_id(session_id, "session_id")
         if not self.store.mark_ended(user_id, session_id):
@@ -168,17 +186,35 @@ class ReflectiveMemory:
             out += self.add_session(user_id=user_id, **session)
         return out
 
-    def reflect_pending(self, *, all_open: bool = False) -> list[Memory]:
-        """Reflect sessions that ended (or idled out) without finishing their reflection."""
+    def reflect_pending(self, *, all_open: bool = False,
+                        retry_failed: bool = False) -> list[Memory]:
+        """Reflect sessions that ended (or idled out) without finishing their reflection.
+
+        A session whose reflection fails is recorded and skipped; it is retried after
+        `reflection_retry_delay` (doubling) up to `reflection_max_attempts` failures in
+        all (`retry_failed=True` tries every such session now). Never raises for one
+        session's failure.
+        """
         timeout = self.config.session_idle_timeout
         idle_before = time.time() - timeout if timeout else None
         if all_open:
             idle_before = float("inf")
+        limit = None if retry_failed else self.config.reflection_max_attempts
         out: list[Memory] = []
-        for state in self.store.pending_sessions(idle_before):
-            out += self._reflector.reflect(state)
+        for state in self.store.pending_sessions(idle_before, max_failures=limit):
+            out += self._reflect_quietly(state)
         self._last_sweep = time.time()
         return out
+
+    def _reflect_quietly(self, state: SessionState) -> list[Memory]:
+        """Reflect a session for someone other than its explicit `end_session` caller: a
+        failure is already recorded on the session and logged, not raised."""
+        try:
+            return self._reflector.reflect(state)
+        except RMMError as exc:
+            log.warning("reflection of session %r failed (attempt %d): %s",
+                        state.session_id, state.failures + 1, exc)
+            return []
 
     def _sweep_idle(self) -> None:
         timeout = self.config.session_idle_timeout
@@ -245,11 +281,12 @@ class ReflectiveMemory:
 
         Exploration is on by default because the answer's citations train the reranker.
         """
-        model = llm if llm is not None else self.llm
+        model = self._llm_for(llm)
         if model is None:
             raise InvalidInputError("respond needs an llm (argument or ReflectiveMemory's llm)")
         result = self.search(query, user_id=user_id, k=k, explore=explore)
-        answer = answer_with_citations(as_llm(model), query, result)
+        with self._usage_for(user_id):
+            answer = answer_with_citations(model, query, result)
         if result.hits:
             self.feedback(result, answer.cited_ids)
         return answer
@@ -282,8 +319,9 @@ class ReflectiveMemory:
         `budget` (raw turns or summaries, previous turn always kept); says what and why."""
         controller = controller or SCMController.for_llm(self.llm)
         query = check_query(query, self.config.max_query_chars)
-        return controller.recall(self, query, user_id=user_id, previous_turn=previous_turn,
-                                 budget=budget, k=k)
+        with self._usage_for(user_id):
+            return controller.recall(self, query, user_id=user_id,
+                                     previous_turn=previous_turn, budget=budget, k=k)
 
     def working_context(self, *, user_id: str, **options: Any) -> WorkingContext:
         """The user's MemGPT-style working context: core blocks and a bounded message queue
@@ -317,8 +355,27 @@ class ReflectiveMemory:
         return self._workflows
 
     def usage(self, *, user_id: str | None = None) -> dict[str, int]:
-        """LLM calls and tokens spent on reflection (all zero for the LLM-free pipeline)."""
+        """LLM calls and tokens spent for users (reflection, notes, respond, recall, working
+        context, workflows); `sessions` counts the sessions reflected with the LLM."""
         return self.store.usage(check_id(user_id, "user_id", optional=True))
+
+    def _usage_for(self, user_id: str) -> AbstractContextManager[dict[str, int]]:
+        """Add the LLM usage of the work inside to `user_id`'s (outside any session)."""
+        user_id = check_id(user_id, "user_id")
+        return usage_scope(save=lambda tally: self.store.add_usage(user_id, "", tally))
+
+    def _llm_for(self, llm: Any) -> MeteredLLM | None:
+        """This memory's LLM, or a per-call one metered once (the last few are kept, so a
+        hung one cannot start threads without bound)."""
+        if llm is None or llm is self.llm:
+            return self.llm
+        with self._index_lock:
+            if id(llm) not in self._llm_overrides:
+                self._llm_overrides[id(llm)] = (llm, metered(llm, self.config))
+                while len(self._llm_overrides) > 4:
+                    self._llm_overrides.popitem(last=False)
+            self._llm_overrides.move_to_end(id(llm))
+            return self._llm_overrides[id(llm)][1]
 
     # async twins -------------------------------------------------------------------------------
     async def aappend(self, turns: Sequence[TurnLike] | TurnLike, **kw: Any) -> list[Turn]:

@@ -373,9 +373,9 @@ class NoteKeeper:
 def keeper_for(store: Store, embedder: Embedder, config: Any, llm: Any = None) -> NoteKeeper:
     """The keeper a `ReflectiveMemory` runs: LLM notes and links with an LLM, else LLM-free."""
     if llm is not None:
-        from .llm import as_llm
+        from .llm import metered
 
-        model = as_llm(llm)
+        model = metered(llm, config)
         writer: NoteWriter = LLMNoteWriter(model)
         linker: Linker = LLMLinker(model, SimilarityLinker(config.note_link_threshold))
     else:

@@ -42,11 +42,17 @@ def load_json(answer: str) -> tuple[Any, bool]:
     text = text[min(starts):]
     try:
         return json.JSONDecoder().raw_decode(text)[0], False
+    except RecursionError as exc:
+        raise ParseError("the JSON is nested too deeply") from exc
     except json.JSONDecodeError as exc:
+        problem = exc.msg
+    try:
         repaired = json_repair.loads(text)
-        if repaired in ("", None) or (isinstance(repaired, (list, dict)) and not repaired):
-            raise ParseError(f"the JSON is invalid ({exc.msg})") from exc
-        return repaired, True
+    except (ValueError, RecursionError) as exc:  # json_repair gives up on deep nesting
+        raise ParseError(f"the JSON is invalid ({problem})") from exc
+    if repaired in ("", None) or (isinstance(repaired, (list, dict)) and not repaired):
+        raise ParseError(f"the JSON is invalid ({problem})")
+    return repaired, True
 
 
 def as_index(value: Any) -> int | None:
@@ -81,15 +87,24 @@ def ask(llm: Any, prompt: str, parse: Callable[[str], T]) -> T:
         raise LLMError(f"unusable answer after one repair: {exc}") from exc
 
 
+ANSWER_ERRORS = (LLMError, ValueError, TypeError, KeyError, IndexError, AttributeError,
+                 RecursionError)
+"""What asking the LLM and reading its answer can raise: the LLM failed (`LLMError`), or
+its answer tripped the parsing (`ParseError` is a `ValueError`). Other errors (storage, a
+missing extra) are not the LLM's and propagate."""
+
+
 def with_fallback(stage: str, run: Callable[[], T], fallback: Callable[[], T]) -> T:
-    """`run()`; if the LLM fails, warn and return `fallback()` (the LLM-free stage)."""
+    """`run()`; if the LLM or its answer fails, warn and return `fallback()` (the LLM-free
+    stage)."""
     try:
         return run()
-    except LLMError as exc:
-        if isinstance(exc.__cause__, ParseError):
+    except ANSWER_ERRORS as exc:
+        if not isinstance(exc, LLMError) or isinstance(exc.__cause__, ParseError):
             record_usage(failures=1)
-        message = (f"LLM {stage} failed for session {current_session()!r} ({exc}); "
-                   f"used the LLM-free {stage} for it")
-        log.warning(message)
+        where = f" for session {current_session()!r}" if current_session() else ""
+        message = (f"LLM {stage} failed{where} ({type(exc).__name__}: {exc}); used the "
+                   f"LLM-free {stage} instead")
+        log.warning(message, exc_info=not isinstance(exc, LLMError))
         warnings.warn(message, LLMFallbackWarning, stacklevel=3)
         return fallback()

@@ -14,7 +14,7 @@ from .compress import FillerCompressor, IdentityCompressor, LLMLinguaCompressor
 from .config import MemoryConfig
 from .errors import InvalidInputError
 from .extract import LLMExtractor, SegmentExtractor
-from .llm import MeteredLLM, as_llm
+from .llm import metered as metered_llm
 from .reconcile import LLMReconciler, ThresholdReconciler
 from .reflect import Pipeline
 from .segment import EmbeddingSegmenter, FixedSegmenter, IncrementalLLMSegmenter, LLMSegmenter
@@ -69,8 +69,9 @@ DEFAULTS = {
 
 
 def build_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:
-    """The write path the settings ask for; `llm` is anything `as_llm` accepts."""
-    metered = MeteredLLM(as_llm(llm), timeout=config.llm_timeout) if llm is not None else None
+    """The write path the settings ask for; `llm` is anything `as_llm` accepts (metered
+    here unless it already is)."""
+    metered = metered_llm(llm, config)
     chosen = {}
     for stage, options in STAGES.items():
         name = getattr(config, stage) or DEFAULTS[metered is not None][stage]

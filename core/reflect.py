@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -9,15 +11,18 @@ import numpy as np
 
 from .compress import Compressor
 from .embed import Embedder
+from .errors import ReflectionError, RMMError
 from .extract import Extractor
 from .index import UserIndex
-from .llm import start_usage
+from .llm import usage_scope
 from .reconcile import Reconciler
 from .segment import Segmenter
 from .session import Draft, SessionInput
 from .storage.base import MergeInto, NewMemory, SessionState, Store
 from .storage.sqlite import new_memory_id
 from .types import Memory, utcnow
+
+log = logging.getLogger("rmm_core.reflect")
 
 
 @dataclass(slots=True)
@@ -36,22 +41,65 @@ class Reflector:
 
     def __init__(self, store: Store, embedder: Embedder, pipeline: Pipeline,
                  index_for: Callable[[str], UserIndex], *, turn_vectors: bool = True,
-                 memory_vector: str = "text",
-                 neighbours: int = 3) -> None:
+                 memory_vector: str = "text", neighbours: int = 3,
+                 retry_delay: float = 60.0) -> None:
         self.store, self.embedder, self.pipeline = store, embedder, pipeline
         self.index_for = index_for
         self.turn_vectors = turn_vectors
         self.memory_vector = memory_vector
         self.neighbours = neighbours
+        self.retry_delay = retry_delay
         self.after_commit: Callable[[str, list[Memory]], list[Memory]] | None = None
         """Runs on the committed memories (e.g. A-MEM notes); returns them updated."""
 
     def reflect(self, state: SessionState) -> list[Memory]:
-        """Reflect the turns after `state.reflected`; [] when another worker did it first."""
+        """Reflect the turns after `state.reflected`; [] when another worker did it first.
+
+        A failure is recorded on the session (one more failed attempt, the error, and a
+        retry time `retry_delay` x 2^attempts ahead) and raised typed: an `RMMError` as it
+        is, anything else as `ReflectionError`. A failure of `after_commit` (notes) after
+        the memories were committed is recorded and logged, not raised.
+        """
+        def save(usage: dict[str, int]) -> None:
+            self.store.add_usage(state.user_id, state.session_id, usage)
+
+        with usage_scope(state.session_id, save):  # the LLM stages count into it
+            try:
+                done = self._reflect(state)
+            except Exception as exc:
+                retry_at = time.time() + self.retry_delay * 2 ** state.failures
+                self._record(state, exc, retry_at=retry_at)
+                if isinstance(exc, RMMError):
+                    raise
+                raise ReflectionError(f"reflecting session {state.session_id!r} failed: "
+                                      f"{type(exc).__name__}: {exc}") from exc
+            if done and self.after_commit is not None:
+                done = self._after_commit(state, done)
+        return done or []
+
+    def _after_commit(self, state: SessionState, done: list[Memory]) -> list[Memory]:
+        try:
+            return self.after_commit(state.user_id, done)
+        except Exception as exc:
+            log.warning("notes after reflecting session %r failed; its memories are kept "
+                        "and get their notes with the user's next reflection",
+                        state.session_id, exc_info=True)
+            self._record(state, exc, retry_at=None, counted=False, step="notes")
+            return done
+
+    def _record(self, state: SessionState, exc: Exception, *, retry_at: float | None,
+                counted: bool = True, step: str = "reflection") -> None:
+        error = f"{step}: {type(exc).__name__}: {exc}"
+        try:
+            self.store.record_reflection_failure(state.user_id, state.session_id, error,
+                                                 retry_at=retry_at, counted=counted)
+        except Exception:  # the original failure is what the caller needs to see
+            log.exception("could not record the failure of session %r", state.session_id)
+
+    def _reflect(self, state: SessionState) -> list[Memory] | None:
         turns = self.store.turns(state.user_id, state.session_id, after_seq=state.reflected)
         if not turns:
             return []
-        usage = start_usage(state.session_id)  # the LLM stages count their calls into it
         session = SessionInput(state.user_id, state.session_id, turns, state.started_at,
                                self.embedder.embed([t.render() for t in turns]))
         segments = self.pipeline.segmenter.segment(session)
@@ -80,14 +128,9 @@ class Reflector:
                     source=state.session_id, speakers=list(draft.speakers),
                     session_ids=[state.session_id])
         self._finish_merges(state.user_id, list(merges.values()))
-        if any(usage.values()):
-            self.store.add_usage(state.user_id, state.session_id, usage)
-        done = self.store.commit_reflection(state.user_id, state.session_id, state.reflected,
+        return self.store.commit_reflection(state.user_id, state.session_id, state.reflected,
                                             state.reflected + len(turns), adds,
                                             list(merges.values()))
-        if done and self.after_commit is not None:
-            done = self.after_commit(state.user_id, done)
-        return done or []
 
     def _vectors(self, session: SessionInput, drafts: list[Draft]) -> list[np.ndarray]:
         """Per draft: the vector of its text first, then (optionally) those of its turns.

@@ -5,14 +5,14 @@ summaries, always keeping the previous turn ("flash memory")."""
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .context import format_date
-from .errors import InvalidInputError, LLMFallbackWarning
-from .llm import as_llm
+from .errors import InvalidInputError
+from .llm import metered
+from .parse import with_fallback
 from .types import MemoryHit, SearchResult, Turn, check_id
 
 if TYPE_CHECKING:
@@ -126,25 +126,22 @@ class LLMGate:
     answer falls back to the LLM-free gate (with a warning)."""
 
     def __init__(self, llm: Any, fallback: Gate | None = None) -> None:
-        self.llm = as_llm(llm)
+        self.llm = metered(llm)
         self.fallback = fallback or RuleGate()
 
     def decide(self, query: str, *, previous_turn: str | None = None,
                probe: Probe | None = None) -> GateDecision:
         prompt = GATE_PROMPT.format(previous=previous_turn or "(none)", query=query)
-        verdict = _yes_no(self._ask(prompt))
+        verdict = _ask_yes_no(self.llm, "memory gate", prompt)
         if verdict is None:
             decision = self.fallback.decide(query, previous_turn=previous_turn, probe=probe)
             return GateDecision(decision.use_memory, f"LLM unclear; {decision.reason}")
         return GateDecision(verdict, "LLM: memory needed" if verdict else "LLM: not needed")
 
-    def _ask(self, prompt: str) -> str:
-        try:
-            return self.llm.complete(prompt)
-        except Exception as exc:  # any backend failure means: use the LLM-free judgement
-            warnings.warn(f"LLM gate failed ({type(exc).__name__}: {exc}); used the rule gate",
-                          LLMFallbackWarning, stacklevel=3)
-            return ""
+
+def _ask_yes_no(llm: Any, stage: str, prompt: str) -> bool | None:
+    """The LLM's YES/NO; None when it is unclear or the LLM failed (with a warning)."""
+    return with_fallback(stage, lambda: _yes_no(llm.complete(prompt)), lambda: None)
 
 
 def _yes_no(answer: str) -> bool | None:
@@ -224,16 +221,12 @@ class LLMJudge:
     """SCM's summary-or-full judgement by the LLM; unclear answers fall back to overlap."""
 
     def __init__(self, llm: Any, fallback: SummaryJudge | None = None) -> None:
-        self.llm = as_llm(llm)
+        self.llm = metered(llm)
         self.fallback = fallback or OverlapJudge()
 
     def suffices(self, query: str, summary: str, raw: str) -> bool:
-        try:
-            verdict = _yes_no(self.llm.complete(JUDGE_PROMPT.format(query=query, summary=summary)))
-        except Exception as exc:  # fall back, never fail the read path
-            warnings.warn(f"LLM summary judge failed ({type(exc).__name__}: {exc})",
-                          LLMFallbackWarning, stacklevel=2)
-            verdict = None
+        verdict = _ask_yes_no(self.llm, "summary judgement",
+                              JUDGE_PROMPT.format(query=query, summary=summary))
         return self.fallback.suffices(query, summary, raw) if verdict is None else verdict
 
 

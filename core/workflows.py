@@ -24,6 +24,7 @@ import numpy as np
 
 from .embed import Embedder
 from .errors import InvalidInputError, StorageError
+from .llm import metered, usage_scope
 from .parse import ParseError, ask, load_json, with_fallback
 from .storage.base import Store, user_state_name
 from .types import check_id, utcnow
@@ -312,11 +313,7 @@ class WorkflowMemory:
     def __init__(self, store: Store, embedder: Embedder, *, llm: Any = None,
                  inducer: Inducer | None = None, judge: Judge | None = None,
                  dedup_threshold: float = 0.9) -> None:
-        model = None
-        if llm is not None:
-            from .llm import as_llm
-
-            model = as_llm(llm)
+        model = metered(llm)
         self.store, self.embedder = store, embedder
         self.inducer = inducer or (LLMInducer(model) if model else RuleInducer())
         self.judge = judge or (LLMJudge(model) if model else OutcomeJudge())
@@ -328,8 +325,12 @@ class WorkflowMemory:
         (a near-duplicate of a stored workflow strengthens it instead)."""
         owner = owner_key(user_id, agent_id)
         batch = [Trajectory.coerce(t) for t in trajectories]
-        good = [t for t in batch if self.judge.judge(t)]
-        return self._add(owner, self.inducer.induce(good)) if good else []
+        # a user's LLM calls count in their usage (an agent's in none)
+        save = (lambda tally: self.store.add_usage(user_id, "", tally)) if user_id else None
+        with usage_scope(save=save):
+            good = [t for t in batch if self.judge.judge(t)]
+            induced = self.inducer.induce(good) if good else []
+        return self._add(owner, induced) if good else []
 
     def record(self, trajectory: Trajectory | Mapping[str, Any], *, user_id: str | None = None,
                agent_id: str | None = None) -> list[Workflow]:

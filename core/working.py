@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .errors import InvalidInputError, LLMFallbackWarning, StorageError
-from .llm import as_llm
+from .errors import InvalidInputError, StorageError
+from .llm import metered
+from .parse import with_fallback
 from .scm import Counter, as_counter, content_words
 from .types import Turn, check_id
 
@@ -120,7 +120,7 @@ class LLMSummarizer:
     long, the extractive summary takes over (over the LLM's answer when there is one)."""
 
     def __init__(self, llm: Any, fallback: Summarizer | None = None) -> None:
-        self.llm = as_llm(llm)
+        self.llm = metered(llm)
         self.fallback = fallback or ExtractiveSummarizer()
 
     def summarize(self, previous: str, evicted: Sequence[Turn], limit: int,
@@ -128,12 +128,9 @@ class LLMSummarizer:
         prompt = SUMMARY_PROMPT.format(limit=max(limit * 3 // 4, 1),
                                        previous=previous or "(empty)",
                                        messages="\n".join(t.render() for t in evicted))
-        try:
-            answer = self.llm.complete(prompt).strip()
-        except Exception as exc:  # never lose messages because the LLM failed
-            warnings.warn(f"LLM summary failed ({type(exc).__name__}: {exc}); used the "
-                          f"extractive summary", LLMFallbackWarning, stacklevel=2)
-            return self.fallback.summarize(previous, evicted, limit, count)
+        # never lose messages because the LLM failed: an empty answer means the fallback
+        answer = with_fallback("summary", lambda: self.llm.complete(prompt).strip(),
+                               lambda: "")
         if not answer:
             return self.fallback.summarize(previous, evicted, limit, count)
         if count(answer) > limit:
@@ -264,7 +261,8 @@ class WorkingContext:
             event.usage = self._size(state) / self.budget
             return event
 
-        return self._update(push)
+        with self.mem._usage_for(self.user_id):
+            return self._update(push)
 
     def _evict(self, state: _State) -> list[Turn]:
         target = self.evict_to * self.budget

@@ -16,6 +16,7 @@ from rmm_core import (
     StorageError,
     Turn,
 )
+from rmm_core.errors import ReflectionError
 
 PAINTING = [
     Turn("Melanie", "I painted a sunrise over the lake last weekend with my kids.", id="s1:1"),
@@ -99,17 +100,19 @@ def test_idle_session_is_reflected_on_next_open(open_memory):
 
 
 def test_ended_but_unreflected_session_recovers_exactly_once(open_memory, monkeypatch):
-    mem = open_memory()
+    mem = open_memory(reflection_retry_delay=0)  # the recorded failure is due again at once
     mem.append(PAINTING, user_id="u1", session_id="t1")
 
     def crash(*args, **kwargs):
         raise RuntimeError("power cut during reflection")
 
     monkeypatch.setattr(mem.store, "commit_reflection", crash)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ReflectionError, match="power cut"):
         mem.end_session(user_id="u1", session_id="t1")
     monkeypatch.undo()
     assert mem.memories(user_id="u1") == []
+    state = mem.store.session("u1", "t1")
+    assert state.failures == 1 and "power cut" in state.last_error
     mem.close()
     first = open_memory()
     n = len(first.memories(user_id="u1"))

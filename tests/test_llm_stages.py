@@ -7,6 +7,7 @@ packaged embedder.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -336,3 +337,84 @@ def test_llmlingua_runs_offline_on_a_tiny_local_model(tmp_path):
         kept = re.findall(r"\w+", short.lower())
         assert 0 < len(kept) < len(text.split())
         assert set(kept) <= set(re.findall(r"\w+", text.lower())), short  # drops, never invents
+
+
+# hostile answers and the one metered path ------------------------------------------------------
+@pytest.mark.parametrize("depth", [500, 1000, 5000])
+def test_deeply_nested_brackets_are_a_parse_error(depth):
+    for answer in ("[" * depth, "{\"a\": " + "[" * depth):
+        with pytest.raises(ParseError):
+            load_json(answer)
+
+
+def test_no_trait_inside_a_list_is_no_memory():
+    answer = json.dumps({"Ann": ["NO_TRAIT"],
+                         "Bob": [{"summary": "NO_TRAIT", "reference": [1]},
+                                 {"summary": "Bob starts a nursing job.", "reference": [3]}]})
+    assert parse_topics(answer, ["Ann", "Bob"], 4) == [
+        ("Bob", "Bob starts a nursing job.", [3])]
+
+
+def test_timed_out_calls_keep_a_bounded_number_of_threads():
+    release = threading.Event()
+    metered = MeteredLLM(as_llm(lambda p: release.wait(30) and "late"), timeout=0.05,
+                         workers=3)
+    baseline = threading.active_count()
+    for _ in range(40):
+        with pytest.raises(LLMError):
+            metered.complete("x")
+    assert threading.active_count() - baseline == 3
+    assert metered.totals["calls"] == 3 and metered.totals["failures"] == 40
+    release.set()  # the stuck calls return: their workers serve new calls again
+    deadline = time.time() + 5
+    while True:
+        try:
+            assert metered.complete("x") == "late"
+            break
+        except LLMError:
+            assert time.time() < deadline
+            time.sleep(0.05)
+    assert threading.active_count() - baseline == 3
+
+
+def test_an_async_only_llm_is_cancelled_on_timeout():
+    events = []
+
+    class Slow:
+        async def acomplete(self, prompt: str) -> str:
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                events.append("cancelled")
+                raise
+            return "late"
+
+    metered = MeteredLLM(Slow(), timeout=0.05)
+    baseline = threading.active_count()
+    for _ in range(10):
+        with pytest.raises(LLMError, match="within 0.05 s"):
+            metered.complete("x")
+    time.sleep(0.2)
+    assert events == ["cancelled"] * 10 and threading.active_count() - baseline <= 1
+
+
+def test_an_llm_raising_its_own_timeout_error_is_a_failed_call():
+    def refuse(prompt: str) -> str:
+        raise TimeoutError("upstream gateway timeout")
+
+    with pytest.raises(LLMError, match="TimeoutError: upstream gateway timeout"):
+        MeteredLLM(as_llm(refuse), timeout=5).complete("x")
+
+
+def test_respond_counts_its_llm_call_and_types_a_failure(tmp_path, embedder):
+    llm = ScriptedLLM(extract=[EXTRACT_1], continues=["Ann adopted Rex [1]."])
+    mem = _open(tmp_path, embedder, llm, segmentation="embedding", reconciliation="threshold")
+    mem.add_session(SESSION_1, user_id="u", session_id="s1")
+    before = mem.usage(user_id="u")
+    assert mem.respond("Who is Rex?", user_id="u").cited
+    after = mem.usage(user_id="u")
+    assert after["calls"] == before["calls"] + 1 and after["sessions"] == before["sessions"]
+    llm.script["continues"] = [ConnectionError("connection reset")]
+    with pytest.raises(LLMError, match="ConnectionError: connection reset"):
+        mem.respond("Who is Rex?", user_id="u")
+    mem.close()

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..types import Memory, Turn
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _LEGACY_USER_STATE = {"reranker/user/": "reranker", "workflows/user/": "workflows"}
 """Schema 2 names of per-user state (prefix + user id) → their name under the hashed id."""
@@ -50,6 +50,11 @@ class SessionState:
     last_activity: float
     n_turns: int
     reflected: int
+    failures: int = 0
+    """Reflection attempts that failed since the session's last successful one."""
+    last_error: str | None = None
+    retry_at: float | None = None
+    """When the background sweep may try a failed reflection again (epoch seconds)."""
 
 
 @dataclass(slots=True)
@@ -132,9 +137,21 @@ class Store(ABC):
         """Flag a session for reflection; False when there is no such session."""
 
     @abstractmethod
-    def pending_sessions(self, idle_before: float | None,
-                         user_id: str | None = None) -> list[SessionState]:
-        """Sessions with unreflected turns that ended, or are open and idle since before."""
+    def pending_sessions(self, idle_before: float | None, user_id: str | None = None, *,
+                         max_failures: int | None = None) -> list[SessionState]:
+        """Sessions with unreflected turns that ended, or are open and idle since before;
+        with `max_failures`, only those with fewer failed attempts whose `retry_at` has
+        come."""
+
+    def record_reflection_failure(self, user_id: str, session_id: str, error: str, *,
+                                  retry_at: float | None, counted: bool = True) -> None:
+        """Note on the session that its reflection (or a step after it) failed with `error`;
+        `counted` adds one to its failed attempts. A successful commit clears both."""
+        raise NotImplementedError(f"{type(self).__name__} does not record reflection failures")
+
+    def reflection_counts(self, user_id: str | None = None) -> dict[str, int]:
+        """Sessions with unreflected turns: `waiting` (no failed attempt) and `failed`."""
+        raise NotImplementedError(f"{type(self).__name__} does not count pending sessions")
 
     # memories -----------------------------------------------------------------------
     @abstractmethod

@@ -68,6 +68,11 @@ CREATE TABLE state_deltas (
 CREATE INDEX state_deltas_by_name ON state_deltas (name, seq);
 """,
     3: "",  # data only: per-user state renamed (`rename_legacy_user_state`)
+    4: """
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS reflect_failures INTEGER NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS reflect_error TEXT,
+    ADD COLUMN IF NOT EXISTS reflect_retry_at DOUBLE PRECISION;
+""",
 }
 """Schema version → DDL that brings the previous version to it; applied in order on open."""
 

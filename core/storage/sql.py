@@ -38,6 +38,7 @@ USER_TABLES = ("turns", "sessions", "memories", "memory_vectors", "memory_versio
 """Every table holding a user's data; `forget` empties each of them for that user."""
 
 _SESSION_COLS = "user_id, session_id, status, started_at, last_activity, n_turns, reflected"
+_SESSION_READ = f"{_SESSION_COLS}, reflect_failures, reflect_error, reflect_retry_at"
 _MEMORY_COLS = ("id, user_id, text, key, refs, speakers, session_ids, occurred_at, "
                 "created_at, updated_at, attrs")
 
@@ -208,12 +209,12 @@ class SQLStore(Store):
         return [Turn(self._dec(r[0]), self._dec(r[1]), r[2], from_iso(r[3]), r[4]) for r in rows]
 
     # sessions -----------------------------------------------------------------------------
-    @staticmethod
-    def _session_row(row: tuple) -> SessionState:
-        return SessionState(row[0], row[1], row[2], from_iso(row[3]), row[4], row[5], row[6])
+    def _session_row(self, row: tuple) -> SessionState:
+        return SessionState(row[0], row[1], row[2], from_iso(row[3]), row[4], row[5], row[6],
+                            row[7], self._dec(row[8]) if row[8] is not None else None, row[9])
 
     def session(self, user_id: str, session_id: str) -> SessionState | None:
-        rows = self._read(f"SELECT {_SESSION_COLS} FROM sessions WHERE user_id = ? AND "
+        rows = self._read(f"SELECT {_SESSION_READ} FROM sessions WHERE user_id = ? AND "
                           "session_id = ?", (user_id, session_id))
         return self._session_row(rows[0]) if rows else None
 
@@ -223,16 +224,34 @@ class SQLStore(Store):
                           "THEN 'done' ELSE 'ended' END WHERE user_id = ? AND session_id = ?",
                           (user_id, session_id)) > 0
 
-    def pending_sessions(self, idle_before: float | None,
-                         user_id: str | None = None) -> list[SessionState]:
-        sql = (f"SELECT {_SESSION_COLS} FROM sessions WHERE reflected < n_turns AND "
+    def pending_sessions(self, idle_before: float | None, user_id: str | None = None, *,
+                         max_failures: int | None = None) -> list[SessionState]:
+        sql = (f"SELECT {_SESSION_READ} FROM sessions WHERE reflected < n_turns AND "
                "(status = 'ended'" + (" OR last_activity < ?)" if idle_before is not None
                                       else ")"))
         params: list[Any] = [idle_before] if idle_before is not None else []
         if user_id is not None:
             sql += " AND user_id = ?"
             params.append(user_id)
+        if max_failures is not None:
+            sql += (" AND reflect_failures < ? AND "
+                    "(reflect_retry_at IS NULL OR reflect_retry_at <= ?)")
+            params += [max_failures, time.time()]
         return [self._session_row(r) for r in self._read(sql + " ORDER BY rowid", params)]
+
+    def record_reflection_failure(self, user_id: str, session_id: str, error: str, *,
+                                  retry_at: float | None, counted: bool = True) -> None:
+        with self._tx(f"user:{user_id}") as db:
+            db.run("UPDATE sessions SET reflect_failures = reflect_failures + ?, "
+                   "reflect_error = ?, reflect_retry_at = ? WHERE user_id = ? AND session_id = ?",
+                   (int(counted), self._enc(error[:2000]), retry_at, user_id, session_id))
+
+    def reflection_counts(self, user_id: str | None = None) -> dict[str, int]:
+        sql = ("SELECT COUNT(*) - COUNT(NULLIF(reflect_failures, 0)), "
+               "COUNT(NULLIF(reflect_failures, 0)) FROM sessions WHERE reflected < n_turns")
+        row = self._read(sql + (" AND user_id = ?" if user_id else ""),
+                         (user_id,) if user_id else ())[0]
+        return {"waiting": int(row[0]), "failed": int(row[1])}
 
     # memories -------------------------------------------------------------------------------
     def commit_reflection(self, user_id: str, session_id: str, expected_reflected: int,
@@ -274,7 +293,8 @@ class SQLStore(Store):
                 db.many("INSERT INTO memory_vectors (memory_id, user_id, idx, vec) "
                         "VALUES (?, ?, ?, ?)", vector_rows)
             db.run("UPDATE sessions SET reflected = ?, status = CASE WHEN ? >= n_turns "
-                   "AND status = 'ended' THEN 'done' ELSE status END "
+                   "AND status = 'ended' THEN 'done' ELSE status END, reflect_failures = 0, "
+                   "reflect_error = NULL, reflect_retry_at = NULL "
                    "WHERE user_id = ? AND session_id = ?",
                    (reflected, reflected, user_id, session_id))
             if touched:
@@ -436,7 +456,7 @@ class SQLStore(Store):
 
     def sessions(self, user_id: str) -> list[SessionState]:
         return [self._session_row(r) for r in self._read(
-            f"SELECT {_SESSION_COLS} FROM sessions WHERE user_id = ? ORDER BY rowid",
+            f"SELECT {_SESSION_READ} FROM sessions WHERE user_id = ? ORDER BY rowid",
             (user_id,))]
 
     def counts(self, user_id: str | None = None) -> dict[str, int]:
@@ -556,7 +576,8 @@ class SQLStore(Store):
                     int(usage.get("failures", 0))))
 
     def usage(self, user_id: str | None = None) -> dict[str, int]:
-        sql = ("SELECT COUNT(*), " + ", ".join(
+        # session "" holds the calls made outside any session's reflection (respond, ...)
+        sql = ("SELECT COUNT(NULLIF(session_id, '')), " + ", ".join(
             f"CAST(COALESCE(SUM({c}), 0) AS BIGINT)"
             for c in ("calls", "prompt_tokens", "completion_tokens", "failures"))
             + " FROM llm_usage")

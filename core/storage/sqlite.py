@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL, status TEXT NOT NULL,
     started_at TEXT, last_activity REAL NOT NULL, n_turns INTEGER NOT NULL,
-    reflected INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (user_id, session_id));
+    reflected INTEGER NOT NULL DEFAULT 0, reflect_failures INTEGER NOT NULL DEFAULT 0,
+    reflect_error TEXT, reflect_retry_at REAL, PRIMARY KEY (user_id, session_id));
 CREATE TABLE IF NOT EXISTS turns (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL, seq INTEGER NOT NULL,
     turn_id TEXT NOT NULL, speaker TEXT NOT NULL, text TEXT NOT NULL, ts TEXT,
@@ -62,6 +63,10 @@ CREATE TABLE IF NOT EXISTS llm_usage (
     prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
     failures INTEGER NOT NULL, PRIMARY KEY (user_id, session_id));
 """
+
+_SESSION_FAILURE_COLUMNS = ("reflect_failures INTEGER NOT NULL DEFAULT 0", "reflect_error TEXT",
+                            "reflect_retry_at REAL")
+"""Schema 4: the columns that record a session's failed reflections."""
 
 
 class _Tx:
@@ -185,6 +190,10 @@ class SQLiteStore(SQLStore):
                 if version < SCHEMA_VERSION:  # the schema above created what was missing
                     if version < 3:
                         rename_legacy_user_state(db)
+                    have = {r[1] for r in db.all("PRAGMA table_info(sessions)")}
+                    for column in _SESSION_FAILURE_COLUMNS:
+                        if column.split()[0] not in have:
+                            db.run(f"ALTER TABLE sessions ADD COLUMN {column}")
                     db.run("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                            (str(SCHEMA_VERSION),))
 
