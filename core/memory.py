@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 import uuid
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -18,7 +19,7 @@ from .compress import Compressor
 from .config import MemoryConfig
 from .context import hit_text
 from .embed import Embedder, default_embedder
-from .errors import InvalidInputError, RMMError
+from .errors import FeedbackError, InvalidInputError, RMMError
 from .extract import Extractor
 from .index import FusionWeights, UserIndex, english_stemmer
 from .llm import MeteredLLM, metered, usage_scope
@@ -288,7 +289,10 @@ class ReflectiveMemory:
         with self._usage_for(user_id):
             answer = answer_with_citations(model, query, result)
         if result.hits:
-            self.feedback(result, answer.cited_ids)
+            try:
+                self.feedback(result, answer.cited_ids)
+            except FeedbackError as exc:  # the answer stands; only its learning step is refused
+                warnings.warn(str(exc), RuntimeWarning, stacklevel=2)
         return answer
 
     def rerank_texts(self, query: str, texts: Sequence[str], *, user_id: str,

@@ -96,6 +96,21 @@ def test_a_nan_query_vector_is_refused_and_other_users_rank_as_before(store_targ
         assert scores(mem, "u2") == before
 
 
+def test_respond_keeps_its_answer_when_the_learning_step_is_refused(store_target, embedder):
+    """The LLM answered; a refused REINFORCE step (NaN query vector) costs the learning only.
+    Uses a scripted fake LLM (a callable) that cites note 1."""
+    with ReflectiveMemory.open(store_target, embedder=NaNQueries(embedder),
+                               llm=lambda prompt: "You adopted a puppy [1].",
+                               segmentation="embedding", extraction="segment",
+                               reconciliation="threshold") as mem:
+        ingest(mem, "u1")
+        with pytest.warns(RuntimeWarning, match="not finite"):
+            answer = mem.respond("poison", user_id="u1")
+        assert answer.answer.startswith("You adopted a puppy") and len(answer.cited) == 1
+        assert mem.store.state_log(GLOBAL) == (0, [])
+        assert_finite(mem)
+
+
 def test_non_finite_state_written_before_the_check_is_not_used(tmp_path):
     """A store poisoned by older code: a NaN step is ignored (the finite ones count) and a
     NaN base is replaced by zeros, each with a warning; nothing NaN reaches a ranking."""
