@@ -156,7 +156,7 @@ def test_bench_retrieval_runs_on_the_shipped_jsonl(capsys, tmp_path):
                  "--baselines", "turn,session", "--json", str(out)])
     printed = capsys.readouterr().out
     assert code == 0
-    assert "2 conversations, 3 questions with evidence (1 without, left out)" in printed
+    assert "2 conversations, 3 questions with gold evidence (1 left out" in printed
     rows = json.loads(out.read_text())
     assert set(rows) == {"rmm (default)", *(f"{u}/{r}" for u in ("turn", "session")
                                             for r in ("bm25", "dense", "fused"))}

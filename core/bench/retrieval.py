@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="conversation positions in the dataset's order, e.g. 0-4 or 0,2 "
                              "(BEAM is in numeric order: 0 is conversation 1)")
     parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
-    parser.add_argument("--baselines", default="turn,w3,session",
+    parser.add_argument("--baselines", default=",".join(UNITS),
                         help=f"fixed units to compare, of {sorted(UNITS)}; '' for none")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="MemoryConfig override for the product pipeline (repeatable)")
@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
     for unit in [u for u in args.baselines.split(",") if u]:
         rows.update(evaluate_baselines(convs, unit))
     print(f"{args.dataset}: {len(convs)} conversations, "
-          f"{sum(len(c.questions) for c in convs)} questions with evidence "
-          f"({sum(c.skipped for c in convs)} without, left out)")
+          f"{sum(len(c.questions) for c in convs)} questions with gold evidence "
+          f"({sum(c.skipped for c in convs)} left out: no evidence, or adversarial)")
     print(format_table(rows))
     product = rows["rmm (default)"]
     print(f"rmm ingest: {product['ingest s']:.1f} s, {product['ingest turns/s']:.0f} turns/s, "
