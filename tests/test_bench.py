@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import LOCOMO, SHARED
 
 from rmm_core import ReflectiveMemory
 from rmm_core.bench.beam import load_beam
@@ -27,7 +26,7 @@ from rmm_core.commands import BAD_DATA
 from rmm_core.errors import InvalidInputError
 
 TINY = Path(__file__).parent / "data" / "conversations.jsonl"
-BEAM = SHARED / "data" / "beam" / "100K"
+BEAM = Path(__file__).resolve().parents[2] / "shared" / "data" / "beam" / "100K"
 
 
 def words(n: int) -> str:
@@ -182,7 +181,7 @@ def beam_path() -> Path:
 
 
 def test_locomo_loader_keeps_the_resolvable_questions(locomo_path):
-    convs = load("locomo", LOCOMO)
+    convs = load("locomo", locomo_path)
     assert len(convs) == 5
     assert sum(len(c.questions) for c in convs) == 760  # as in BASELINES.md
     raw = json.loads(locomo_path.read_text())
@@ -190,7 +189,7 @@ def test_locomo_loader_keeps_the_resolvable_questions(locomo_path):
     first = convs[0].sessions[0]
     assert first.turns[0].id == "D1:1" and first.started_at is not None
     assert all(q.category in (1, 2, 3, 4) for c in convs for q in c.questions)
-    assert [c.sample_id for c in load_locomo(LOCOMO, [1])] == [convs[1].sample_id]
+    assert [c.sample_id for c in load_locomo(locomo_path, [1])] == [convs[1].sample_id]
 
 
 def test_beam_loader_reads_batches_as_dated_sessions(beam_path):
