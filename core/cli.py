@@ -12,7 +12,8 @@ from .commands import EXIT_CODES, add_commands, add_db_argument
 from .commands import run as run_command
 
 BENCHES = {
-    "locomo": ("rmm_core.bench.retrieval", "retrieval quality on LoCoMo against baselines"),
+    "retrieval": ("rmm_core.bench.retrieval", "retrieval quality against fixed-unit baselines "
+                  "(LoCoMo, BEAM or your own JSON Lines)"),
     "speed": ("rmm_core.bench.speed", "search latency on a large bank against raw faiss"),
     "rerank": ("rmm_core.bench.rerank", "REINFORCE reranker trained with oracle citations"),
     "extract": ("rmm_core.bench.extract", "memory extraction vs LoCoMo's per-session facts"),
@@ -20,6 +21,8 @@ BENCHES = {
     "links": ("rmm_core.bench.links", "A-MEM link following on LoCoMo multi-hop questions"),
 }
 """Benchmark name -> (module with add_arguments/run, one-line help)."""
+BENCH_ALIASES = {"retrieval": ["locomo"]}
+"""Other names a benchmark answers to (`rmm bench locomo` predates the other datasets)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="run a benchmark and print its figures")
     benches = bench.add_subparsers(dest="bench", required=True)
     for name, (module, help_text) in BENCHES.items():
-        sub = benches.add_parser(name, help=help_text, description=help_text)
+        sub = benches.add_parser(name, help=help_text, description=help_text,
+                                 aliases=BENCH_ALIASES.get(name, []))
         sub.set_defaults(_module=module)
         importlib.import_module(module).add_arguments(sub)
     return parser

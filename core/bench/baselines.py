@@ -9,7 +9,7 @@ import numpy as np
 
 from ..embed import Embedder
 from ..index import tokenize
-from .locomo import Conversation
+from .records import Conversation
 
 UNITS = {"turn": 1, "w3": 3, "w6": 6, "session": 0}
 """Unit name -> turns per unit (0 = the whole session)."""
@@ -26,7 +26,8 @@ class FixedUnits:
     bm25: object
     vectors: np.ndarray
 
-    def rank(self, retriever: str, query: str, query_vec: np.ndarray, depth: int) -> list[int]:
+    def rank(self, retriever: str, query: str, query_vec: np.ndarray,
+             depth: int | None = None) -> list[int]:
         return RETRIEVERS[retriever](self, query, query_vec)[:depth]
 
 

@@ -1,10 +1,11 @@
 """`rmm bench context`: SCM's context builder against plain rank-order filling on LoCoMo.
 
 Per question, the same search hits are put into a context of B words two ways: in rank order
-until B (the `Rtok@B` rule) and through `ContextBuilder` (raw turns, or the summary for long
-memories, no turn paid twice). Reported: words in context per question and gold-turn recall
-(a memory given as a summary counts as covering its turns; `recall raw-only` does not). The
-gate's pass rate on the questions (all need memory) and on small talk is reported too.
+while they fit in what is left of B (the strict `Rtok@B` rule) and through `ContextBuilder`
+(raw turns, or the summary for long memories, no turn paid twice). Reported: words in context
+per question and gold-turn recall (a memory given as a summary counts as covering its turns;
+`recall raw-only` does not). The gate's pass rate on the questions (all need memory) and on
+small talk is reported too.
 """
 
 from __future__ import annotations

@@ -4,38 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ..types import Turn
+from .records import Conversation, Question, Session, ingest, pick
+
+__all__ = ["Conversation", "Question", "Session", "ingest", "load_locomo"]
 
 _EVIDENCE = re.compile(r"D\d+:\d+")
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y")
-
-
-@dataclass(frozen=True, slots=True)
-class Session:
-    session_id: str
-    started_at: datetime | None
-    turns: list[Turn]
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    question: str
-    answer: str
-    evidence: frozenset[str]
-    category: int
-
-
-@dataclass(frozen=True, slots=True)
-class Conversation:
-    sample_id: str
-    speakers: tuple[str, str]
-    sessions: list[Session]
-    questions: list[Question]
-    observations: dict[str, list[tuple[str, str, str]]]  # session -> (speaker, fact, turn id)
 
 
 def render_turn(turn: dict) -> str:
@@ -61,8 +39,7 @@ def load_locomo(path: str | Path, select: list[int] | None = None) -> list[Conve
     if not path.is_file():
         raise FileNotFoundError(f"LoCoMo file not found: {path}")
     samples = json.loads(path.read_text())
-    chosen = [samples[i] for i in select] if select is not None else samples
-    return [_conversation(sample) for sample in chosen]
+    return [_conversation(sample) for sample in pick(samples, select, "LoCoMo conversation")]
 
 
 def _conversation(sample: dict) -> Conversation:
@@ -93,16 +70,4 @@ def _conversation(sample: dict) -> Conversation:
                 for turn_id in _EVIDENCE.findall(str(fact[1]) if len(fact) > 1 else ""):
                     observations.setdefault(session, []).append((speaker, fact[0], turn_id))
     return Conversation(sample["sample_id"], (conv["speaker_a"], conv["speaker_b"]), sessions,
-                        questions, observations)
-
-
-def ingest(mem, conv: Conversation) -> float:
-    """Feed a conversation through the public API as one user (`user_id = sample_id`),
-    session by session; returns the seconds it took."""
-    import time
-
-    start = time.perf_counter()
-    for session in conv.sessions:
-        mem.add_session(session.turns, user_id=conv.sample_id, session_id=session.session_id,
-                        started_at=session.started_at)
-    return time.perf_counter() - start
+                        questions, observations, len(sample.get("qa", [])) - len(questions))

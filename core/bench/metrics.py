@@ -1,4 +1,4 @@
-"""Retrieval metrics of DESIGN.md: R_any@k, R_all@k and the word-budgeted Rtok@B."""
+"""Retrieval metrics of DESIGN.md: R_any@k, R_all@k and the strict word-budgeted Rtok@B."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ from collections.abc import Iterable, Sequence
 
 RankedUnit = tuple[str, Sequence[str]]
 """A retrieved unit as measured: (text put into context, ids of its source turns)."""
+
+BUDGETS = (500, 1000, 2000, 4000)
+"""Word budgets B of the Rtok@B columns."""
 
 
 def r_any(ranked: Sequence[RankedUnit], gold: Iterable[str], k: int) -> float:
@@ -21,40 +24,33 @@ def r_all(ranked: Sequence[RankedUnit], gold: Iterable[str], k: int) -> float:
     return float(gold <= covered)
 
 
-def r_tok(ranked: Sequence[RankedUnit], gold: Iterable[str], budget: int) -> float:
-    """Share of gold turns covered by units taken in rank order within `budget` words.
-
-    The first unit is always taken; a later unit that would push the total past the
-    budget ends the list (so a session-sized unit costs every word it holds).
-    """
-    gold = set(gold)
-    covered: set[str] = set()
-    words = 0
-    for text, refs in ranked:
+def fitting(ranked: Sequence[RankedUnit], budget: int) -> tuple[int, int]:
+    """(units, words) a context of `budget` words takes: units in rank order while their words
+    fit in what is left; a unit that does not fit ends the list, the first one too."""
+    taken = words = 0
+    for text, _ in ranked:
         size = len(text.split())
-        if words and words + size > budget:
+        if words + size > budget:
             break
-        covered |= gold & set(refs)
-        words += size
-        if words >= budget:
-            break
+        taken, words = taken + 1, words + size
+    return taken, words
+
+
+def r_tok(ranked: Sequence[RankedUnit], gold: Iterable[str], budget: int) -> float:
+    """Share of gold turns covered by the units `fitting` takes within `budget` words (so an
+    oversized unit earns nothing: a session-sized unit costs every word it holds)."""
+    gold = set(gold)
+    taken, _ = fitting(ranked, budget)
+    covered = set().union(*(gold & set(refs) for _, refs in ranked[:taken]))
     return len(covered) / len(gold) if gold else 0.0
 
 
 def words_in(ranked: Sequence[RankedUnit], budget: int) -> int:
     """Words actually taken by `r_tok` under the same rule."""
-    words = 0
-    for text, _ in ranked:
-        size = len(text.split())
-        if words and words + size > budget:
-            break
-        words += size
-        if words >= budget:
-            break
-    return words
+    return fitting(ranked, budget)[1]
 
 
-METRICS = ("R_any@1", "R_any@5", "R_any@10", "R_all@5", "Rtok@500", "Rtok@1000", "Rtok@2000")
+METRICS = ("R_any@1", "R_any@5", "R_any@10", "R_all@5", *(f"Rtok@{b}" for b in BUDGETS))
 
 
 def score_question(ranked: Sequence[RankedUnit], gold: Iterable[str]) -> dict[str, float]:
@@ -65,7 +61,5 @@ def score_question(ranked: Sequence[RankedUnit], gold: Iterable[str]) -> dict[st
         "R_any@5": r_any(ranked, gold, 5),
         "R_any@10": r_any(ranked, gold, 10),
         "R_all@5": r_all(ranked, gold, 5),
-        "Rtok@500": r_tok(ranked, gold, 500),
-        "Rtok@1000": r_tok(ranked, gold, 1000),
-        "Rtok@2000": r_tok(ranked, gold, 2000),
+        **{f"Rtok@{b}": r_tok(ranked, gold, b) for b in BUDGETS},
     }

@@ -1,9 +1,11 @@
-"""`rmm bench locomo`: the product's retrieval against fixed-unit baselines, one run."""
+"""`rmm bench retrieval` (alias `locomo`): the product's retrieval against fixed-unit
+baselines on any dataset of the loader registry, one run."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -12,14 +14,20 @@ from typing import Any
 
 import numpy as np
 
+from ..commands import BAD_DATA
 from ..embed import Embedder, default_embedder
+from ..errors import InvalidInputError
 from ..memory import ReflectiveMemory
 from .baselines import RETRIEVERS, UNITS, FixedUnits, build_units
-from .locomo import Conversation, ingest, load_locomo
-from .metrics import METRICS, RankedUnit, score_question
+from .datasets import LOADERS, load
+from .metrics import BUDGETS, METRICS, RankedUnit, fitting, score_question
+from .records import Conversation, ingest
 
 DEPTH = 100
-"""Units ranked per question: enough to fill the largest word budget (2000)."""
+"""Hits asked of `search` per question at first; deeper when they do not fill every budget."""
+HIT_DEPTH = 10
+"""Words per hit are counted over each question's top hits, as many as R_any@10 looks at."""
+SIZE_COLUMNS = ("words/hit p50", "words/hit p95", "words/unit")
 
 
 def parse_range(spec: str) -> list[int]:
@@ -32,24 +40,39 @@ def parse_range(spec: str) -> list[int]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="path of locomo10.json (or the dev file)")
-    parser.add_argument("--convs", default=None, help="conversations to use, e.g. 0-4 or 0,2")
+    parser.add_argument("--dataset", choices=sorted(LOADERS), default="locomo",
+                        help="how to read --data (default locomo)")
+    parser.add_argument("--data", required=True,
+                        help="locomo: locomo10.json (or the dev file); beam: a track directory "
+                             "like 100K or one conversation's directory; jsonl: the file")
+    parser.add_argument("--convs", default=None,
+                        help="conversation positions in the dataset's order, e.g. 0-4 or 0,2 "
+                             "(BEAM is in numeric order: 0 is conversation 1)")
     parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
-    parser.add_argument("--baselines", default="turn,w3,session",
+    parser.add_argument("--baselines", default=",".join(UNITS),
                         help=f"fixed units to compare, of {sorted(UNITS)}; '' for none")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="MemoryConfig override for the product pipeline (repeatable)")
 
 
 def run(args: argparse.Namespace) -> int:
-    convs = load_locomo(args.data, parse_range(args.convs) if args.convs else None)
+    try:
+        convs = load(args.dataset, args.data, parse_range(args.convs) if args.convs else None)
+    except (InvalidInputError, FileNotFoundError) as exc:
+        print(f"rmm bench: cannot read {args.data} as {args.dataset}: {exc}", file=sys.stderr)
+        return BAD_DATA
     settings = dict(parse_setting(s) for s in args.set)
     rows = {"rmm (default)": evaluate_product(convs, settings)}
     for unit in [u for u in args.baselines.split(",") if u]:
         rows.update(evaluate_baselines(convs, unit))
-    n_questions = sum(len(c.questions) for c in convs)
-    print(f"LoCoMo: {len(convs)} conversations, {n_questions} questions (categories 1-4)")
+    print(f"{args.dataset}: {len(convs)} conversations, "
+          f"{sum(len(c.questions) for c in convs)} questions with gold evidence "
+          f"({sum(c.skipped for c in convs)} left out: no evidence, or adversarial)")
     print(format_table(rows))
+    product = rows["rmm (default)"]
+    print(f"rmm ingest: {product['ingest s']:.1f} s, {product['ingest turns/s']:.0f} turns/s, "
+          f"{product['ingest words/s']:.0f} words/s; search (k=5) p50 "
+          f"{product['search p50 ms']:.1f} ms, p95 {product['search p95 ms']:.1f} ms")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(rows, indent=2))
     return 0
@@ -59,56 +82,76 @@ def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dic
     """Ingest every conversation through the public API and score `search` rankings."""
     embedder = default_embedder(settings.get("embedding_model"))
     per_q: dict[str, list[float]] = defaultdict(list)
-    ingest_s, n_turns, latencies, unit_words = 0.0, 0, [], []
+    ingest_s, n_turns, n_words, latencies, unit_words = 0.0, 0, 0, [], []
+    hit_words: list[int] = []
     with tempfile.TemporaryDirectory() as tmp:
         mem = ReflectiveMemory.open(str(Path(tmp) / "bench.sqlite"), embedder=embedder,
                                     progress=False, **settings)
         for conv in convs:
             ingest_s += ingest(mem, conv)
-            n_turns += sum(len(s.turns) for s in conv.sessions)
+            turns = [t for s in conv.sessions for t in s.turns]
+            n_turns += len(turns)
+            n_words += sum(len(t.text.split()) for t in turns)
             unit_words += [len(m.text.split()) for m in mem.memories(user_id=conv.sample_id)]
             for q in conv.questions:
                 t0 = time.perf_counter()
                 mem.search(q.question, user_id=conv.sample_id, k=5)
                 latencies.append(time.perf_counter() - t0)
                 ranked = rank_product(mem, conv.sample_id, q.question)
+                hit_words += [len(text.split()) for text, _ in ranked[:HIT_DEPTH]]
                 for name, value in score_question(ranked, q.evidence).items():
                     per_q[name].append(value)
         mem.close()
-    row = {name: 100 * float(np.mean(per_q[name])) for name in METRICS}
-    row["words/unit"] = float(np.mean(unit_words))
-    row["ingest turns/s"] = n_turns / ingest_s
-    row["search p50 ms"] = 1000 * float(np.percentile(latencies, 50))
-    row["search p95 ms"] = 1000 * float(np.percentile(latencies, 95))
-    return row
+    return {**{name: 100 * float(np.mean(per_q[name])) for name in METRICS},
+            **sizes(hit_words, unit_words),
+            "ingest s": ingest_s,
+            "ingest turns/s": n_turns / ingest_s,
+            "ingest words/s": n_words / ingest_s,
+            "search p50 ms": 1000 * float(np.percentile(latencies, 50)),
+            "search p95 ms": 1000 * float(np.percentile(latencies, 95))}
 
 
 def evaluate_baselines(convs: list[Conversation], unit: str) -> dict[str, dict[str, float]]:
     """Rows `unit/bm25`, `unit/dense`, `unit/fused` for one fixed unit."""
     embedder = default_embedder()
     per_q: dict[str, dict[str, list[float]]] = {r: defaultdict(list) for r in RETRIEVERS}
+    hit_words: dict[str, list[int]] = {r: [] for r in RETRIEVERS}
     words: list[int] = []
     for conv in convs:
         units = build_units(conv, unit, embedder)
         words += [len(t.split()) for t in units.texts]
         for retriever, rankings in rank_units(units, conv, embedder).items():
             for q, ranked in zip(conv.questions, rankings):
+                hit_words[retriever] += [len(text.split()) for text, _ in ranked[:HIT_DEPTH]]
                 for name, value in score_question(ranked, q.evidence).items():
                     per_q[retriever][name].append(value)
     return {f"{unit}/{r}": {**{n: 100 * float(np.mean(v[n])) for n in METRICS},
-                            "words/unit": float(np.mean(words))}
+                            **sizes(hit_words[r], words)}
             for r, v in per_q.items()}
+
+
+def sizes(hit_words: list[int], unit_words: list[int]) -> dict[str, float]:
+    """Words per hit (p50, p95 over each question's top hits) and mean words per unit."""
+    return {"words/hit p50": float(np.percentile(hit_words, 50)),
+            "words/hit p95": float(np.percentile(hit_words, 95)),
+            "words/unit": float(np.mean(unit_words))}
 
 
 def rank_product(mem: ReflectiveMemory, user_id: str, question: str,
                  depth: int = DEPTH) -> list[RankedUnit]:
-    """The memory's own `search` ranking of one question, as the metrics measure it."""
-    return [(h.text, h.refs) for h in mem.search(question, user_id=user_id, k=depth)]
+    """The memory's own `search` ranking of one question, as the metrics measure it: deep
+    enough that the largest budget's list ends inside it (or every memory)."""
+    while True:
+        ranked = [(h.text, h.refs) for h in mem.search(question, user_id=user_id, k=depth)]
+        if len(ranked) < depth or fitting(ranked, max(BUDGETS))[0] < len(ranked):
+            return ranked
+        depth *= 4
 
 
 def rank_units(units: FixedUnits, conv: Conversation, embedder: Embedder,
-               depth: int = DEPTH) -> dict[str, list[list[RankedUnit]]]:
-    """Each retriever's ranking of `units` for every question of `conv`, in order."""
+               depth: int | None = None) -> dict[str, list[list[RankedUnit]]]:
+    """Each retriever's ranking of `units` (all of them by default) for every question of
+    `conv`, in order."""
     query_vecs = embedder.embed([q.question for q in conv.questions])
     return {retriever: [[(units.texts[i], units.refs[i])
                          for i in units.rank(retriever, q.question, qv, depth)]
@@ -117,12 +160,11 @@ def rank_units(units: FixedUnits, conv: Conversation, embedder: Embedder,
 
 
 def format_table(rows: dict[str, dict[str, float]]) -> str:
-    columns = [*METRICS, "words/unit", "ingest turns/s", "search p50 ms", "search p95 ms"]
-    head = f"{'pipeline':<16}" + "".join(f"{c:>15}" for c in columns)
+    columns = [*METRICS, *SIZE_COLUMNS]
+    head = f"{'pipeline':<16}" + "".join(f"{c:>14}" for c in columns)
     lines = [head, "-" * len(head)]
     for name, row in rows.items():
-        cells = "".join(f"{row[c]:>15.1f}" if c in row else f"{'':>15}" for c in columns)
-        lines.append(f"{name:<16}{cells}")
+        lines.append(f"{name:<16}" + "".join(f"{row[c]:>14.1f}" for c in columns))
     return "\n".join(lines)
 
 

@@ -1,0 +1,27 @@
+"""The loader registry of `rmm bench retrieval`: dataset name -> reader of conversations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import InvalidInputError
+from .beam import load_beam
+from .jsonl import load_jsonl
+from .locomo import load_locomo
+from .records import Conversation
+
+Loader = Callable[[str | Path, list[int] | None], list[Conversation]]
+
+LOADERS: dict[str, Loader] = {
+    "locomo": load_locomo,  # the LoCoMo JSON file; questions of categories 1-4
+    "beam": load_beam,  # a BEAM track directory (conversations 1, 2, ...) or one conversation
+    "jsonl": load_jsonl,  # the generic JSON Lines format (see bench/jsonl.py, README)
+}
+
+
+def load(dataset: str, path: str | Path, select: list[int] | None = None) -> list[Conversation]:
+    """The conversations of `path` read as `dataset`, at positions `select` (all when None)."""
+    if dataset not in LOADERS:
+        raise InvalidInputError(f"unknown dataset {dataset!r}; choose one of {sorted(LOADERS)}")
+    return LOADERS[dataset](path, select)
