@@ -42,7 +42,7 @@ class MemoryConfig(BaseModel):
         "turns_mean", description="A raw-turn memory's own vector: its text encoded, or the "
                                   "mean of its turns' vectors (half the ingest cost).")
     max_hit_words: int = Field(
-        200, ge=10, le=100_000,
+        150, ge=10, le=100_000,
         description="Most words of a hit's text (date included): LLM-free units are cut to "
                     "fit, long turns into passages of whole sentences.")
     merge_threshold: float = Field(0.92, ge=0.0, le=1.0,

@@ -20,8 +20,8 @@ from .segment import Segmenter
 from .session import Draft, SessionInput
 from .storage.base import MergeInto, NewMemory, SessionState, Store
 from .storage.sqlite import new_memory_id
-from .types import Memory, utcnow
-from .units import fit, passages
+from .types import Memory, Turn, utcnow
+from .units import fit, passages, to_pieces
 
 log = logging.getLogger("rmm_core.reflect")
 
@@ -102,10 +102,7 @@ class Reflector:
         turns = self.store.turns(state.user_id, state.session_id, after_seq=state.reflected)
         if not turns:
             return []
-        pieces = passages(turns, self.unit_words)
-        session = SessionInput(state.user_id, state.session_id, pieces, state.started_at,
-                               self.embedder.embed([t.render() for t in pieces]))
-        segments = fit(pieces, self.pipeline.segmenter.segment(session), self.unit_words)
+        session, segments = self._units(state, turns)
         drafts = self.pipeline.extractor.extract(session, segments)
         keys = self.pipeline.compressor.compress([d.text for d in drafts])
         for draft, key in zip(drafts, keys):
@@ -134,6 +131,23 @@ class Reflector:
         return self.store.commit_reflection(state.user_id, state.session_id, state.reflected,
                                             state.reflected + len(turns), adds,
                                             list(merges.values()))
+
+    def _units(self, state: SessionState, turns: list[Turn]
+               ) -> tuple[SessionInput, list[list[int]]]:
+        """The session as pieces that fit `unit_words` (long turns as passages), each
+        embedded whole, and its segments (found over whole turns) as runs of pieces that
+        fit it too."""
+        split = [passages(t, self.unit_words) for t in turns]
+        pieces = [p for parts in split for p in parts]
+        vectors = self.embedder.embed([p.render() for p in pieces])
+        owner = np.repeat(np.arange(len(turns)), [len(parts) for parts in split])
+        turn_vectors = np.zeros((len(turns), vectors.shape[1]), dtype=np.float32)
+        np.add.at(turn_vectors, owner, vectors)
+        turn_vectors /= np.linalg.norm(turn_vectors, axis=1, keepdims=True).clip(1e-12)
+        segments = self.pipeline.segmenter.segment(SessionInput(
+            state.user_id, state.session_id, turns, state.started_at, turn_vectors))
+        return (SessionInput(state.user_id, state.session_id, pieces, state.started_at, vectors),
+                fit(pieces, to_pieces(segments, split), self.unit_words))
 
     def _vectors(self, session: SessionInput, drafts: list[Draft]) -> list[np.ndarray]:
         """Per draft: the vector of its text first, then (optionally) those of its turns.

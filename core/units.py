@@ -22,21 +22,25 @@ def words(turn: Turn) -> int:
     return len(turn.render().split())
 
 
-def passages(turns: list[Turn], max_words: int) -> list[Turn]:
-    """Each turn that does not fit `max_words` as consecutive passages of whole sentences
-    (a sentence longer than the budget is cut between words), of about equal size, each a
-    `Turn` with the turn's id, speaker and timestamp; shorter turns as they are."""
-    out: list[Turn] = []
-    for turn in turns:
-        if words(turn) <= max_words:
-            out.append(turn)
-            continue
-        budget = max_words - len(turn.speaker.split()) - 1
-        total = len(turn.text.split())
-        target = math.ceil(total / math.ceil(total / budget))
-        out += [replace(turn, text=text) for text in _pack(_sentences(turn.text, budget),
-                                                           target, budget)]
-    return out
+def passages(turn: Turn, max_words: int) -> list[Turn]:
+    """The turn as it is when it fits `max_words`, else as consecutive passages of whole
+    sentences (a sentence longer than the budget is cut between words) of about equal
+    size, each a `Turn` with the turn's id, speaker and timestamp."""
+    if words(turn) <= max_words:
+        return [turn]
+    budget = max(1, max_words - len(turn.speaker.split()) - 1)
+    total = len(turn.text.split())
+    target = math.ceil(total / math.ceil(total / budget))
+    return [replace(turn, text=text)
+            for text in _pack(_sentences(turn.text, budget), target, budget)]
+
+
+def to_pieces(segments: list[list[int]], pieces: list[list[Turn]]) -> list[list[int]]:
+    """Segments of turn positions as segments of positions in the flattened pieces."""
+    start = [0]
+    for parts in pieces:
+        start.append(start[-1] + len(parts))
+    return [[p for t in segment for p in range(start[t], start[t + 1])] for segment in segments]
 
 
 def _sentences(text: str, budget: int) -> list[list[str]]:

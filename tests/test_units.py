@@ -9,7 +9,7 @@ import re
 import pytest
 
 from rmm_core import Turn
-from rmm_core.units import fit, passages, words
+from rmm_core.units import fit, passages, to_pieces, words
 
 SENTENCES = [f"Fact number {i} is that the {w} sits near marker {i * 7}." for i, w in
              enumerate(["lamp", "river", "kettle", "ladder", "violin"] * 200)]
@@ -29,7 +29,7 @@ def _body(line: str) -> str:
 
 def test_a_10000_word_turn_becomes_whole_sentence_passages_that_fit():
     turn = Turn("assistant", LONG, id="a1")
-    parts = passages([turn], 120)
+    parts = passages(turn, 120)
     assert len(parts) > 80
     assert all(words(p) <= 120 for p in parts)
     assert all(p.id == "a1" and p.speaker == "assistant" for p in parts)
@@ -41,7 +41,7 @@ def test_a_10000_word_turn_becomes_whole_sentence_passages_that_fit():
 
 def test_a_sentence_longer_than_the_budget_is_cut_between_words():
     turn = Turn("assistant", " ".join(f"w{i}" for i in range(10_000)), id="a1")
-    parts = passages([turn], 50)
+    parts = passages(turn, 50)
     assert all(words(p) <= 50 for p in parts)
     assert [w for p in parts for w in _words(p.text)] == _words(turn.text)
 
@@ -50,9 +50,10 @@ def test_short_turns_stay_whole_and_a_long_turn_never_shares_a_unit():
     turns = [Turn("user", "I adopted a beagle called Biscuit.", id="u1"),
              Turn("assistant", LONG[:3000], id="a1"),
              Turn("user", "Thanks!", id="u2"), Turn("user", "One more thing.", id="u3")]
-    pieces = passages(turns, 100)
+    split = [passages(t, 100) for t in turns]
+    pieces = [p for parts in split for p in parts]
     assert pieces[0] is turns[0] and pieces[-1] is turns[-1]
-    units = fit(pieces, [list(range(len(pieces)))], 100)
+    units = fit(pieces, to_pieces([[0, 1, 2, 3]], split), 100)
     for unit in units:
         ids = {pieces[p].id for p in unit}
         assert ids <= {"a1"} or "a1" not in ids
@@ -61,7 +62,7 @@ def test_short_turns_stay_whole_and_a_long_turn_never_shares_a_unit():
 
 def test_one_word_turns_group_up_to_the_budget():
     turns = [Turn("A" if i % 2 else "B", f"w{i}", id=str(i)) for i in range(500)]
-    units = fit(passages(turns, 40), [list(range(500))], 40)
+    units = fit(turns, [list(range(500))], 40)
     assert [p for u in units for p in u] == list(range(500))
     assert all(sum(words(turns[p]) for p in u) <= 40 for u in units)
     assert all(len(u) == 20 for u in units)  # 2 words a line: exactly 20 lines fill 40 words
