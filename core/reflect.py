@@ -21,7 +21,7 @@ from .session import Draft, SessionInput
 from .storage.base import MergeInto, NewMemory, SessionState, Store
 from .storage.sqlite import new_memory_id
 from .types import Memory, Turn, utcnow
-from .units import fit, passages, to_pieces
+from .units import fit, passages
 
 log = logging.getLogger("rmm_core.reflect")
 
@@ -147,7 +147,7 @@ class Reflector:
         segments = self.pipeline.segmenter.segment(SessionInput(
             state.user_id, state.session_id, turns, state.started_at, turn_vectors))
         return (SessionInput(state.user_id, state.session_id, pieces, state.started_at, vectors),
-                fit(pieces, to_pieces(segments, split), self.unit_words))
+                fit(split, segments, self.unit_words))
 
     def _vectors(self, session: SessionInput, drafts: list[Draft]) -> list[np.ndarray]:
         """Per draft: the vector of its text first, then (optionally) those of its turns.

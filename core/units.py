@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from dataclasses import replace
 
 from .types import Turn
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\s*\n\s*")
+_BREAK = re.compile(r"((?<=[.!?;:])\s+|\s*\n\s*)")
 """Where a passage may end: after sentence punctuation or at a line break."""
 
 
@@ -35,56 +34,60 @@ def passages(turn: Turn, max_words: int) -> list[Turn]:
             for text in _pack(_sentences(turn.text, budget), target, budget)]
 
 
-def to_pieces(segments: list[list[int]], pieces: list[list[Turn]]) -> list[list[int]]:
-    """Segments of turn positions as segments of positions in the flattened pieces."""
-    start = [0]
-    for parts in pieces:
-        start.append(start[-1] + len(parts))
-    return [[p for t in segment for p in range(start[t], start[t + 1])] for segment in segments]
+def fit(split: list[list[Turn]], segments: list[list[int]], max_words: int) -> list[list[int]]:
+    """Units as positions in the flattened pieces of `split` (each turn's `passages`): each
+    segment of turn positions cut into consecutive runs whose lines fit `max_words`.
 
-
-def _sentences(text: str, budget: int) -> list[list[str]]:
-    """Sentences as word lists, none longer than `budget` words."""
-    out = []
-    for sentence in _SENTENCE_END.split(text):
-        tokens = sentence.split()
-        out += [tokens[i:i + budget] for i in range(0, len(tokens), budget)]
-    return out
-
-
-def _pack(sentences: list[list[str]], target: int, budget: int) -> list[str]:
-    """Consecutive sentences joined into passages: one closes once it reaches `target`
-    words, or when the next sentence would take it past `budget`."""
-    parts: list[list[str]] = [[]]
-    for sentence in sentences:
-        if parts[-1] and (len(parts[-1]) >= target or len(parts[-1]) + len(sentence) > budget):
-            parts.append([])
-        parts[-1] += sentence
-    return [" ".join(p) for p in parts if p]
-
-
-def fit(turns: list[Turn], segments: list[list[int]], max_words: int) -> list[list[int]]:
-    """Cut each segment into consecutive runs whose lines fit `max_words` together.
-
-    Passages of a long turn never share a unit with other turns: a speaker's short
-    message stays apart from the other side's long answer (RMM keeps speakers apart).
+    A passage of a long turn is a unit of its own: a speaker's short message stays apart
+    from the other side's long answer (RMM keeps speakers apart).
     """
-    ids = [t.id for t in turns]
-    split = {i for i, n in Counter(ids).items() if n > 1}
+    start = [0]
+    for parts in split:
+        start.append(start[-1] + len(parts))
     units: list[list[int]] = []
     for segment in segments:
         current: list[int] = []
         size = 0
-        for pos in segment:
-            n = words(turns[pos])
-            alone = current and ids[pos] != ids[current[-1]] and (
-                ids[pos] in split or ids[current[-1]] in split)
-            if current and (alone or size + n > max_words):
+        for t in segment:
+            if len(split[t]) > 1:
+                units += [current] if current else []
+                units += [[p] for p in range(start[t], start[t + 1])]
+                current, size = [], 0
+                continue
+            n = words(split[t][0])
+            if current and size + n > max_words:
                 units.append(current)
                 current, size = [], 0
-            current.append(pos)
+            current.append(start[t])
             size += n
         if current:
             units.append(current)
     return units
 
+
+def _sentences(text: str, budget: int) -> list[tuple[str, int]]:
+    """Each sentence with the whitespace after it, and its words; none longer than `budget`
+    words (a longer one is cut between words)."""
+    parts = _BREAK.split(text)
+    out = []
+    for sentence, gap in zip(parts[::2], [*parts[1::2], ""]):
+        tokens = sentence.split()
+        if len(tokens) <= budget:
+            out += [(sentence + gap, len(tokens))] if tokens else []
+            continue
+        chunks = [tokens[i:i + budget] for i in range(0, len(tokens), budget)]
+        out += [(" ".join(c) + " ", len(c)) for c in chunks[:-1]]
+        out.append((" ".join(chunks[-1]) + gap, len(chunks[-1])))
+    return out
+
+
+def _pack(sentences: list[tuple[str, int]], target: int, budget: int) -> list[str]:
+    """Consecutive sentences joined into passages: one closes once it reaches `target`
+    words, or when the next sentence would take it past `budget`."""
+    parts: list[tuple[str, int]] = [("", 0)]
+    for text, n in sentences:
+        size = parts[-1][1]
+        if size and (size >= target or size + n > budget):
+            parts.append(("", 0))
+        parts[-1] = (parts[-1][0] + text, parts[-1][1] + n)
+    return [text.strip() for text, n in parts if n]

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from rmm_core import Turn
-from rmm_core.units import fit, passages, to_pieces, words
+from rmm_core.units import fit, passages, words
 
 SENTENCES = [f"Fact number {i} is that the {w} sits near marker {i * 7}." for i, w in
              enumerate(["lamp", "river", "kettle", "ladder", "violin"] * 200)]
@@ -21,10 +21,14 @@ def _words(text: str) -> list[str]:
     return text.split()
 
 
-def _body(line: str) -> str:
-    """A hit's line without its date prefix and speaker: the turn text it carries."""
-    line = re.sub(r"^\[\d+ \w+ \d{4}\] ", "", line)
-    return line.split(": ", 1)[1]
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _chunks(hit_text: str) -> list[str]:
+    """The turn texts a hit carries: its text without the date, split at `speaker: `."""
+    body = re.sub(r"^\[\d+ \w+ \d{4}\] ", "", hit_text)
+    return [_norm(c) for c in re.split(r"(?:^|\n)(?:Ana|assistant): ", body) if c.strip()]
 
 
 def test_a_10000_word_turn_becomes_whole_sentence_passages_that_fit():
@@ -46,6 +50,13 @@ def test_a_sentence_longer_than_the_budget_is_cut_between_words():
     assert [w for p in parts for w in _words(p.text)] == _words(turn.text)
 
 
+def test_passages_keep_line_breaks_and_cut_at_them():
+    text = "\n".join(f"- step {i}: open the valve and wait." for i in range(60))
+    parts = passages(Turn("assistant", text, id="a1"), 100)
+    assert len(parts) > 1 and all(words(p) <= 100 for p in parts)
+    assert "\n".join(p.text for p in parts) == text
+
+
 def test_short_turns_stay_whole_and_a_long_turn_never_shares_a_unit():
     turns = [Turn("user", "I adopted a beagle called Biscuit.", id="u1"),
              Turn("assistant", LONG[:3000], id="a1"),
@@ -53,7 +64,7 @@ def test_short_turns_stay_whole_and_a_long_turn_never_shares_a_unit():
     split = [passages(t, 100) for t in turns]
     pieces = [p for parts in split for p in parts]
     assert pieces[0] is turns[0] and pieces[-1] is turns[-1]
-    units = fit(pieces, to_pieces([[0, 1, 2, 3]], split), 100)
+    units = fit(split, [[0, 1, 2, 3]], 100)
     for unit in units:
         ids = {pieces[p].id for p in unit}
         assert ids <= {"a1"} or "a1" not in ids
@@ -62,7 +73,7 @@ def test_short_turns_stay_whole_and_a_long_turn_never_shares_a_unit():
 
 def test_one_word_turns_group_up_to_the_budget():
     turns = [Turn("A" if i % 2 else "B", f"w{i}", id=str(i)) for i in range(500)]
-    units = fit(turns, [list(range(500))], 40)
+    units = fit([[t] for t in turns], [list(range(500))], 40)
     assert [p for u in units for p in u] == list(range(500))
     assert all(sum(words(turns[p]) for p in u) <= 40 for u in units)
     assert all(len(u) == 20 for u in units)  # 2 words a line: exactly 20 lines fill 40 words
@@ -84,8 +95,8 @@ def test_hits_fit_max_hit_words_and_refs_name_only_turns_the_text_carries(mem):
     for query in ("Where does Ana's sister live?", "Where is the spare key?", "kettle"):
         for hit in mem.search(query, user_id="ana", k=50):
             assert len(hit.text.split()) <= 100
-            carried = [{r for r in hit.refs if _body(line) in texts[r]}
-                       for line in hit.text.split("\n")]
+            carried = [{r for r in hit.refs if chunk in _norm(texts[r])}
+                       for chunk in _chunks(hit.text)]
             assert all(carried)  # every line is words of a turn it names
             assert set().union(*carried) == set(hit.refs)  # and every turn named has a line
     top = mem.search("Where is the spare key hidden?", user_id="ana", k=1)[0]
