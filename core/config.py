@@ -41,6 +41,10 @@ class MemoryConfig(BaseModel):
     memory_vector: Literal["text", "turns_mean"] = Field(
         "turns_mean", description="A raw-turn memory's own vector: its text encoded, or the "
                                   "mean of its turns' vectors (half the ingest cost).")
+    max_hit_words: int = Field(
+        150, ge=10, le=100_000,
+        description="Most words of a hit's text (date included): LLM-free units are cut to "
+                    "fit, long turns into passages of whole sentences.")
     merge_threshold: float = Field(0.92, ge=0.0, le=1.0,
                                    description="Cosine above which LLM-free reconcile merges.")
     session_idle_timeout: float | None = Field(
@@ -95,3 +99,9 @@ class MemoryConfig(BaseModel):
         0.5, ge=-1.0, le=1.0, description="Key cosine a neighbour needs for an LLM-free link.")
     note_follow: int = Field(1, ge=1, le=20, description="Linked memories added per hit when "
                                                         "search follows links.")
+
+
+def unit_words(config: MemoryConfig) -> int:
+    """Words an LLM-free memory's text may hold so its hit fits `max_hit_words` with the
+    date prefix (three words: `[8 May 2023]`)."""
+    return config.max_hit_words - 3

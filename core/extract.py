@@ -33,10 +33,10 @@ class SegmentExtractor:
             turns = [session.turns[i] for i in positions]
             drafts.append(Draft(
                 text=render_turns(turns),
-                refs=[t.id for t in turns],
+                refs=list(dict.fromkeys(t.id for t in turns)),
                 speakers=list(dict.fromkeys(t.speaker for t in turns)),
                 occurred_at=turns[0].timestamp or session.started_at,
-                attrs={"source": "segment"},
+                attrs={"source": "segment"}, positions=list(positions),
             ))
         return drafts
 
@@ -74,9 +74,10 @@ class LLMExtractor:
         for speaker, summary, positions in topics:
             positions = sorted(set(positions)) or [_anchor(session.turns, speaker, summary)]
             turns = [session.turns[p] for p in positions]
-            drafts.append(Draft(text=summary, refs=[t.id for t in turns], speakers=[speaker],
+            drafts.append(Draft(text=summary, refs=list(dict.fromkeys(t.id for t in turns)),
+                                speakers=[speaker],
                                 occurred_at=turns[0].timestamp or session.started_at,
-                                attrs={"source": "llm"}))
+                                attrs={"source": "llm"}, positions=positions))
         return drafts
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from .attribute import CitedAnswer, answer_with_citations
 from .compress import Compressor
-from .config import MemoryConfig
+from .config import MemoryConfig, unit_words
 from .context import hit_text
 from .embed import Embedder, default_embedder
 from .errors import FeedbackError, InvalidInputError, RMMError
@@ -74,7 +74,8 @@ class ReflectiveMemory:
         self._reflector = Reflector(store, self.embedder, self.pipeline, self._index,
                                     turn_vectors=self.config.turn_vectors,
                                     memory_vector=self.config.memory_vector,
-                                    retry_delay=self.config.reflection_retry_delay)
+                                    retry_delay=self.config.reflection_retry_delay,
+                                    unit_words=unit_words(self.config))
         if self.config.notes:  # A-MEM notes and links after each reflection commit
             from .notes import keeper_for
 

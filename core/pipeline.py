@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .compress import FillerCompressor, IdentityCompressor, LLMLinguaCompressor
-from .config import MemoryConfig
+from .config import MemoryConfig, unit_words
 from .errors import InvalidInputError
 from .extract import LLMExtractor, SegmentExtractor
 from .llm import metered as metered_llm
@@ -25,6 +25,10 @@ Factory = Callable[[MemoryConfig, Any], Any]
 def _embedding(c: MemoryConfig, llm: Any) -> EmbeddingSegmenter:
     return EmbeddingSegmenter(window=c.segment_window, cutoff=c.segment_cutoff,
                               min_turns=c.segment_min_turns, max_turns=c.segment_max_turns)
+
+
+def _threshold(c: MemoryConfig) -> ThresholdReconciler:
+    return ThresholdReconciler(c.merge_threshold, max_words=unit_words(c))
 
 
 def _llmlingua(c: MemoryConfig, llm: Any) -> LLMLinguaCompressor:
@@ -52,8 +56,8 @@ STAGES: dict[str, dict[str, Factory]] = {
         "llmlingua": _llmlingua,
     },
     "reconciliation": {
-        "threshold": lambda c, llm: ThresholdReconciler(c.merge_threshold),
-        "llm": lambda c, llm: LLMReconciler(llm, ThresholdReconciler(c.merge_threshold)),
+        "threshold": lambda c, llm: _threshold(c),
+        "llm": lambda c, llm: LLMReconciler(llm, _threshold(c)),
     },
 }
 """Stage -> implementation name -> factory(config, metered llm or None)."""

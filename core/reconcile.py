@@ -36,25 +36,27 @@ class Reconciler(Protocol):
 class ThresholdReconciler:
     """Merge a draft into its nearest stored memory when they are near-duplicates.
 
-    Raw-turn memories are only merged when almost the same (cosine >= `threshold`) and
-    about the same speakers; the merged text keeps both texts, so nothing is paraphrased.
+    Raw-turn memories are only merged when almost the same (cosine >= `threshold`), about
+    the same speakers, and the merged text (both texts, nothing paraphrased) still fits
+    `max_words`.
     """
 
-    def __init__(self, threshold: float = 0.92) -> None:
-        self.threshold = threshold
+    def __init__(self, threshold: float = 0.92, *, max_words: int = 10**9) -> None:
+        self.threshold, self.max_words = threshold, max_words
 
     def reconcile(self, drafts: Sequence[Draft],
                   neighbours: Sequence[Sequence[tuple[Memory, float]]]) -> list[Decision]:
         decisions: list[Decision] = []
         merged_text: dict[str, str] = {}
         for i, (draft, near) in enumerate(zip(drafts, neighbours)):
-            best = next(((m, s) for m, s in near
-                         if s >= self.threshold and set(m.speakers) & set(draft.speakers)), None)
-            if best is None:
+            memory = next((m for m, s in near
+                           if s >= self.threshold and set(m.speakers) & set(draft.speakers)),
+                          None)
+            text = "" if memory is None else (
+                merged_text.get(memory.id, memory.text) + "\n" + draft.text)
+            if memory is None or len(text.split()) > self.max_words:
                 decisions.append(Decision(i))
                 continue
-            memory = best[0]
-            text = merged_text.get(memory.id, memory.text) + "\n" + draft.text
             merged_text[memory.id] = text
             decisions.append(Decision(i, memory.id, text))
         # a memory merged twice in one batch ends with the text of its last merge

@@ -20,7 +20,8 @@ from .segment import Segmenter
 from .session import Draft, SessionInput
 from .storage.base import MergeInto, NewMemory, SessionState, Store
 from .storage.sqlite import new_memory_id
-from .types import Memory, utcnow
+from .types import Memory, Turn, utcnow
+from .units import fit, passages
 
 log = logging.getLogger("rmm_core.reflect")
 
@@ -42,13 +43,14 @@ class Reflector:
     def __init__(self, store: Store, embedder: Embedder, pipeline: Pipeline,
                  index_for: Callable[[str], UserIndex], *, turn_vectors: bool = True,
                  memory_vector: str = "text", neighbours: int = 3,
-                 retry_delay: float = 60.0) -> None:
+                 retry_delay: float = 60.0, unit_words: int = 10**9) -> None:
         self.store, self.embedder, self.pipeline = store, embedder, pipeline
         self.index_for = index_for
         self.turn_vectors = turn_vectors
         self.memory_vector = memory_vector
         self.neighbours = neighbours
         self.retry_delay = retry_delay
+        self.unit_words = unit_words
         self.after_commit: Callable[[str, list[Memory]], list[Memory]] | None = None
         """Runs on the committed memories (e.g. A-MEM notes); returns them updated."""
 
@@ -100,9 +102,7 @@ class Reflector:
         turns = self.store.turns(state.user_id, state.session_id, after_seq=state.reflected)
         if not turns:
             return []
-        session = SessionInput(state.user_id, state.session_id, turns, state.started_at,
-                               self.embedder.embed([t.render() for t in turns]))
-        segments = self.pipeline.segmenter.segment(session)
+        session, segments = self._units(state, turns)
         drafts = self.pipeline.extractor.extract(session, segments)
         keys = self.pipeline.compressor.compress([d.text for d in drafts])
         for draft, key in zip(drafts, keys):
@@ -132,6 +132,23 @@ class Reflector:
                                             state.reflected + len(turns), adds,
                                             list(merges.values()))
 
+    def _units(self, state: SessionState, turns: list[Turn]
+               ) -> tuple[SessionInput, list[list[int]]]:
+        """The session as pieces that fit `unit_words` (long turns as passages), each
+        embedded whole, and its segments (found over whole turns) as runs of pieces that
+        fit it too."""
+        split = [passages(t, self.unit_words) for t in turns]
+        pieces = [p for parts in split for p in parts]
+        vectors = self.embedder.embed([p.render() for p in pieces])
+        owner = np.repeat(np.arange(len(turns)), [len(parts) for parts in split])
+        turn_vectors = np.zeros((len(turns), vectors.shape[1]), dtype=np.float32)
+        np.add.at(turn_vectors, owner, vectors)
+        turn_vectors /= np.linalg.norm(turn_vectors, axis=1, keepdims=True).clip(1e-12)
+        segments = self.pipeline.segmenter.segment(SessionInput(
+            state.user_id, state.session_id, turns, state.started_at, turn_vectors))
+        return (SessionInput(state.user_id, state.session_id, pieces, state.started_at, vectors),
+                fit(split, segments, self.unit_words))
+
     def _vectors(self, session: SessionInput, drafts: list[Draft]) -> list[np.ndarray]:
         """Per draft: the vector of its text first, then (optionally) those of its turns.
 
@@ -139,8 +156,11 @@ class Reflector:
         their vectors instead of a second, longer encoding: half the ingest cost for 1.3
         points of Rtok@1000 on LoCoMo (`memory_vector="text"` keeps the encoding).
         """
-        row = {t.id: i for i, t in enumerate(session.turns)}
-        turn_rows = [[row[r] for r in d.refs if r in row] for d in drafts]
+        rows_of: dict[str | None, list[int]] = {}
+        for i, t in enumerate(session.turns):
+            rows_of.setdefault(t.id, []).append(i)
+        turn_rows = [d.positions or [i for r in d.refs for i in rows_of.get(r, [])]
+                     for d in drafts]
         verbatim = [self.memory_vector == "turns_mean" and bool(rows) and
                     d.attrs.get("source") == "segment" for d, rows in zip(drafts, turn_rows)]
         encoded = iter(self.embedder.embed([d.text for d, v in zip(drafts, verbatim) if not v]))

@@ -32,3 +32,5 @@ class Draft:
     key: str = ""
     occurred_at: datetime | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
+    positions: list[int] = field(default_factory=list)
+    """Positions in `SessionInput.turns` of the text it holds (empty: every turn it refers to)."""
