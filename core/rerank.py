@@ -14,10 +14,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
-import torch
 
 from .config import MemoryConfig
 from .errors import FeedbackError, InvalidInputError, StorageError
@@ -25,7 +24,14 @@ from .lru import ByteLRU
 from .storage.base import Store, user_state_name
 from .types import Memory, MemoryHit, SearchResult
 
-Combine = Callable[[Any, Any, Any, float], Any]  # torch tensors or numpy arrays alike
+
+class Combine(NamedTuple):
+    """One way of joining the scores (below): `score(f, r, r0, mix)`, affine in r with the
+    slope `slope(mix)`, which the gradient needs."""
+
+    score: Callable[[np.ndarray, np.ndarray, np.ndarray, float], np.ndarray]
+    slope: Callable[[float], float]
+
 
 # How the reranker's score r joins the fused retrieval score f of the K candidates (r0 is r
 # with W = 0, i.e. the dense cosine, so r - r0 is exactly what the reranker learned).
@@ -41,16 +47,13 @@ Combine = Callable[[Any, Any, Any, float], Any]  # torch tensors or numpy arrays
 # 84.1 R_any@5 / 82.9 Rtok@1000): mix 10 -> 79.0 / 67.3; mix 1 -> 83.3 / 81.2; mix 0.2 ->
 # 83.6 / 82.4. So the step stays W -= lr * gradient.
 COMBINE: dict[str, Combine] = {
-    "zscore": lambda f, r, r0, mix: (f - f.mean()) / (_std(f) + 1e-6) + mix * (r - r0),
-    "residual": lambda f, r, r0, mix: f + mix * (r - r0),
-    "blend": lambda f, r, r0, mix: (1.0 - mix) * f + mix * r,
-    "reranker": lambda f, r, r0, mix: r,  # q'.m' alone, for texts that have no fused score
+    "zscore": Combine(lambda f, r, r0, mix: (f - f.mean()) / (f.std() + 1e-6) + mix * (r - r0),
+                      lambda mix: mix),
+    "residual": Combine(lambda f, r, r0, mix: f + mix * (r - r0), lambda mix: mix),
+    "blend": Combine(lambda f, r, r0, mix: (1.0 - mix) * f + mix * r, lambda mix: mix),
+    # q'.m' alone, for texts that have no fused score
+    "reranker": Combine(lambda f, r, r0, mix: r, lambda mix: 1.0),
 }
-
-
-def _std(values: Any) -> Any:
-    """Population standard deviation of a torch tensor or a numpy array."""
-    return values.std(correction=0) if isinstance(values, torch.Tensor) else values.std()
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -58,21 +61,17 @@ _WEIGHTS_MAGIC = b"RMMW"
 _WEIGHTS_HEADER = struct.Struct("<4sqq")
 
 
-def _f32(tensor: torch.Tensor) -> np.ndarray:
-    return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
-
-
 @dataclass(slots=True)
 class Weights:
     """The two learned maps (zero = identity reranker) and how many steps trained them."""
 
-    w_q: torch.Tensor
-    w_m: torch.Tensor
+    w_q: np.ndarray  # (d, d) float32
+    w_m: np.ndarray
     steps: int = 0
 
     @classmethod
     def zeros(cls, dim: int) -> Weights:
-        return cls(torch.zeros(dim, dim), torch.zeros(dim, dim))
+        return cls(np.zeros((dim, dim), np.float32), np.zeros((dim, dim), np.float32))
 
     @property
     def dim(self) -> int:
@@ -83,8 +82,8 @@ class Weights:
         return self.w_q.nbytes + self.w_m.nbytes
 
     def is_finite(self) -> bool:
-        """No NaN or inf in either map (checked in numpy: torch's thread pool stalls here)."""
-        return bool(np.isfinite(self.w_q.numpy()).all() and np.isfinite(self.w_m.numpy()).all())
+        """No NaN or inf in either map."""
+        return bool(np.isfinite(self.w_q).all() and np.isfinite(self.w_m).all())
 
     def to_bytes(self) -> bytes:
         """A fixed binary layout (magic, dim, steps, then both float32 matrices); no pickle.
@@ -93,7 +92,8 @@ class Weights:
         can fail ("AST constructor recursion depth mismatch") when threads do it at once.
         """
         head = _WEIGHTS_HEADER.pack(_WEIGHTS_MAGIC, self.dim, self.steps)
-        return head + _f32(self.w_q).tobytes() + _f32(self.w_m).tobytes()
+        return head + b"".join(np.ascontiguousarray(w, np.float32).tobytes()
+                               for w in (self.w_q, self.w_m))
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> Weights:
@@ -105,8 +105,7 @@ class Weights:
         if magic != _WEIGHTS_MAGIC or len(blob) != size + 8 * dim * dim or dim <= 0:
             raise StorageError("stored reranker weights are unreadable: bad header or length")
         matrices = np.frombuffer(blob, dtype=np.float32, offset=size).reshape(2, dim, dim)
-        return cls(torch.from_numpy(matrices[0].copy()), torch.from_numpy(matrices[1].copy()),
-                   int(steps))
+        return cls(matrices[0].copy(), matrices[1].copy(), int(steps))
 
 
 @dataclass(slots=True)
@@ -123,8 +122,8 @@ class LowRank:
     def outer(cls, left: np.ndarray, right: np.ndarray) -> LowRank:
         return cls(np.asarray(left, np.float32)[None, :], np.asarray(right, np.float32)[None, :])
 
-    def matrix(self) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(self.left.T @ self.right, dtype=np.float32))
+    def matrix(self) -> np.ndarray:
+        return np.ascontiguousarray(self.left.T @ self.right, dtype=np.float32)
 
     def __add__(self, other: LowRank) -> LowRank:
         return LowRank(np.concatenate([self.left, other.left]),
@@ -169,10 +168,10 @@ def delta_from_bytes(blob: bytes) -> tuple[LowRank, LowRank, int]:
 class Ranking:
     """One rerank of K candidates: its inputs (kept for the gradient) and its choice."""
 
-    query: torch.Tensor  # (d,)
-    rows: torch.Tensor  # (K, R, d) each candidate's vectors, zero-padded
-    mask: torch.Tensor  # (K, R) True where a row is real
-    fused: torch.Tensor  # (K,) retrieval scores
+    query: np.ndarray  # (d,)
+    rows: np.ndarray  # (K, R, d) each candidate's vectors, zero-padded
+    mask: np.ndarray  # (K, R) True where a row is real
+    fused: np.ndarray  # (K,) retrieval scores
     order: list[int]  # candidate positions, the kept ones first, in kept order
     kept: int
     scores: np.ndarray  # (K,) combined scores, as ranked
@@ -181,8 +180,8 @@ class Ranking:
     ids: list[str] = field(default_factory=list)  # memory id of each candidate position
 
 
-def pack_rows(vectors: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stack ragged per-candidate vector lists into a zero-padded (K, R, d) tensor and mask."""
+def pack_rows(vectors: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Stack ragged per-candidate vector lists into a zero-padded (K, R, d) array and mask."""
     depth = max(len(v) for v in vectors)
     dim = vectors[0].shape[1]
     rows = np.zeros((len(vectors), depth, dim), dtype=np.float32)
@@ -190,14 +189,16 @@ def pack_rows(vectors: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor
     for i, v in enumerate(vectors):
         rows[i, : len(v)] = v
         mask[i, : len(v)] = True
-    return torch.from_numpy(rows), torch.from_numpy(mask)
+    return rows, mask
 
 
 class Reranker:
-    """Scores, selects and computes REINFORCE gradients; holds settings, never weights."""
+    """Scores, selects and computes REINFORCE gradients; holds settings, never weights.
+
+    `rng` draws the exploration noise (seed it for a reproducible run)."""
 
     def __init__(self, *, temperature: float = 0.5, mix: float = 10.0, baseline: float = 0.5,
-                 combine: str = "zscore") -> None:
+                 combine: str = "zscore", rng: np.random.Generator | None = None) -> None:
         if combine not in COMBINE:
             raise InvalidInputError(
                 f"unknown reranker_combine {combine!r}; choose from {sorted(COMBINE)}")
@@ -205,35 +206,31 @@ class Reranker:
         self.mix = mix
         self.baseline = baseline
         self.combine = COMBINE[combine]
+        self.rng = rng if rng is not None else np.random.default_rng()
 
-    def scores(self, weights: Weights, query: torch.Tensor, rows: torch.Tensor,
-               mask: torch.Tensor, fused: torch.Tensor) -> torch.Tensor:
-        """Combined score of each candidate (differentiable in the weights)."""
-        q = query + weights.w_q @ query
-        m = rows + rows @ weights.w_m.T
-        r = _masked_max(m @ q, mask)
-        r0 = _masked_max(rows @ query, mask)
-        return self.combine(fused, r, r0, self.mix)
+    def scores(self, weights: Weights, query: np.ndarray, rows: np.ndarray,
+               mask: np.ndarray, fused: np.ndarray) -> np.ndarray:
+        """Combined score of each candidate."""
+        _, sims, r0 = _row_scores(weights, query, rows, mask)
+        return self.combine.score(np.asarray(fused, np.float32),
+                                  sims.max(axis=1).astype(np.float32), r0, self.mix)
 
     def rank(self, weights: Weights, query_vec: np.ndarray, vectors: Sequence[np.ndarray],
-             fused: Sequence[float], keep: int, *, explore: bool = False,
-             generator: torch.Generator | None = None) -> Ranking:
+             fused: Sequence[float], keep: int, *, explore: bool = False) -> Ranking:
         """Order the candidates and keep `keep`; with `explore`, Gumbel-top-k sampling."""
         query = np.asarray(query_vec, dtype=np.float32)
         rows, mask = pack_rows(vectors)
         fused_a = np.asarray(fused, dtype=np.float32)
-        _, sims, r0 = _row_scores(weights, query, rows.numpy(), mask.numpy())
-        scores = self.combine(fused_a, sims.max(axis=1).astype(np.float32), r0, self.mix)
+        scores = self.scores(weights, query, rows, mask, fused_a)
         keys = scores / self.temperature
         if explore:
-            uniform = torch.rand(keys.shape, generator=generator).clamp_(1e-12, 1 - 1e-7)
-            keys = keys - np.log(-np.log(uniform.numpy()))
+            uniform = self.rng.random(keys.shape, dtype=np.float32).clip(1e-12, 1 - 1e-7)
+            keys = keys - np.log(-np.log(uniform))
         keep = min(keep, len(vectors))
         picked = np.argsort(-keys, kind="stable")[:keep].tolist()
         chosen = set(picked)
         rest = [i for i in np.argsort(-scores, kind="stable").tolist() if i not in chosen]
-        return Ranking(torch.from_numpy(query), rows, mask, torch.from_numpy(fused_a),
-                       picked + rest, keep, scores)
+        return Ranking(query, rows, mask, fused_a, picked + rest, keep, scores)
 
     def gradient(self, weights: Weights, ranking: Ranking,
                  rewards: Sequence[float]) -> tuple[LowRank, LowRank]:
@@ -243,41 +240,41 @@ class Reranker:
         credited with its own reward under its own conditional probability. The weights
         reach the loss only through each candidate's best-row score r_i = m'_i . q', so the
         gradient is two outer products: dL/dW_q = (sum_i g_i m'_i) q^T and
-        dL/dW_m = q' (sum_i g_i m_i)^T, with g_i = dL/dr_i from autograd over K scores.
+        dL/dW_m = q' (sum_i g_i m_i)^T, with g_i = dL/dr_i. Each pick j adds
+        (reward_j - b) (softmax over the remaining logits - onehot(j)) to dL/dlogits, and
+        the logits are affine in r (slope `Combine.slope / temperature`).
         """
-        query, rows = ranking.query.numpy(), ranking.rows.numpy()
-        q1, sims, r0 = _row_scores(weights, query, rows, ranking.mask.numpy())
+        query, rows = ranking.query, ranking.rows
+        q1, sims, r0 = _row_scores(weights, query, rows, ranking.mask)
         best = sims.argmax(axis=1)
-        r = torch.from_numpy(sims.max(axis=1).astype(np.float32)).requires_grad_(True)
-        logits = self.combine(ranking.fused, r, torch.from_numpy(r0), self.mix) / self.temperature
-        picked = ranking.order[: ranking.kept]
-        remaining = torch.ones(len(logits), dtype=torch.bool)
-        loss = logits.new_zeros(())
-        for j, reward in zip(picked, rewards):
-            log_p = logits[j] - torch.logsumexp(logits[remaining], dim=0)
-            loss = loss - (reward - self.baseline) * log_p
-            remaining = remaining.clone()
+        logits = self.combine.score(ranking.fused, sims.max(axis=1).astype(np.float32), r0,
+                                    self.mix) / self.temperature
+        d_logits = np.zeros(len(logits), np.float32)
+        remaining = np.ones(len(logits), dtype=bool)
+        for j, reward in zip(ranking.order[: ranking.kept], rewards):
+            advantage = np.float32(reward - self.baseline)
+            d_logits[remaining] += advantage * _softmax(logits[remaining])
+            d_logits[j] -= advantage
             remaining[j] = False
-        loss.backward()
-        g_m = r.grad.numpy() @ rows[np.arange(len(best)), best]  # sum_i g_i m_i
-        return LowRank.outer(g_m + weights.w_m.numpy() @ g_m, query), LowRank.outer(q1, g_m)
+        g = d_logits * np.float32(self.combine.slope(self.mix) / self.temperature)
+        g_m = g @ rows[np.arange(len(best)), best]  # sum_i g_i m_i
+        return LowRank.outer(g_m + weights.w_m @ g_m, query), LowRank.outer(q1, g_m)
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return e / e.sum()
 
 
 def _row_scores(weights: Weights, query: np.ndarray, rows: np.ndarray,
                 mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The forward pass of `Reranker.scores` in numpy: q', every row's q'.m' (-inf where
-    padded) and r0 = max over rows of q.m. Matrix-vector products only, and not in torch:
-    right after the index's numpy work, torch's thread pool waits on numpy's (~4 ms)."""
+    """The forward pass: q', every row's q'.m' (-inf where padded) and r0 = max over rows
+    of q.m. Matrix-vector products only: q'.(m + W_m m) = (q' + W_m^T q').m."""
     flat = rows.reshape(-1, rows.shape[-1])
-    q1 = query + weights.w_q.numpy() @ query
-    sims = np.where(mask, (flat @ (q1 + weights.w_m.numpy().T @ q1)).reshape(mask.shape),
-                    -np.inf)
+    q1 = query + weights.w_q @ query
+    sims = np.where(mask, (flat @ (q1 + weights.w_m.T @ q1)).reshape(mask.shape), -np.inf)
     r0 = np.where(mask, (flat @ query).reshape(mask.shape), -np.inf).max(axis=1)
     return q1, sims, r0.astype(np.float32)
-
-
-def _masked_max(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    return values.masked_fill(~mask, float("-inf")).amax(dim=1)
 
 
 def rewards_for(ranking: Ranking, cited: Sequence[str],
@@ -441,7 +438,7 @@ class WeightStore:
             reach = self.learning_rate * float(np.abs(grad.left).max(axis=1)
                                                @ np.abs(grad.right).max(axis=1))
             if weights is not None:
-                reach += float(np.abs(weights.numpy()).max())
+                reach += float(np.abs(weights).max())
             if not reach < _FLOAT32_MAX:
                 raise FeedbackError("feedback refused: its reranker step is not finite (the "
                                     "query's or a memory's vectors hold NaN or inf); nothing "
@@ -570,9 +567,8 @@ class LearnedReranker:
         """RMM's score q'.m' alone (no retrieval part) for arbitrary items' vector rows."""
         weights = self.weights.load(WeightStore.name(self.scope, user_id), len(query_vec))
         rows, mask = pack_rows(list(vectors))
-        with torch.no_grad():
-            scores = Reranker(combine="reranker").scores(
-                weights, torch.from_numpy(query_vec), rows, mask, torch.zeros(len(vectors)))
+        scores = Reranker(combine="reranker").scores(
+            weights, np.asarray(query_vec, np.float32), rows, mask, np.zeros(len(vectors)))
         return [float(s) for s in scores]
 
     def flush(self) -> None:

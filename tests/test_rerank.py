@@ -2,20 +2,23 @@
 that persist and lose no concurrent update, once-only feedback, scopes and batching.
 
 Unit tests of the maths use random vectors; the front-door tests use the real embedder.
+Weights trained by the former torch implementation (tests/data/rerank_torch_*) must load and
+score the same, and torch's autograd (where torch is installed) checks the gradient.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from rmm_core import FeedbackError, InvalidInputError, ReflectiveMemory
 from rmm_core.errors import StorageError
-from rmm_core.rerank import LowRank, Reranker, Weights, WeightStore, pack_rows
+from rmm_core.rerank import COMBINE, LowRank, Reranker, Weights, WeightStore
 from rmm_core.storage.base import user_state_name
 from rmm_core.storage.sqlite import SQLiteStore
 
@@ -62,17 +65,16 @@ def test_weights_change_the_order():
     rng = np.random.default_rng(1)
     query, vectors, fused = candidates(rng)
     target = vectors[-1][0]
-    weights = Weights(torch.zeros(16, 16), torch.from_numpy(np.outer(query, target)))
+    weights = Weights(np.zeros((16, 16), np.float32), np.outer(query, target))
     ranking = Reranker().rank(weights, query, vectors, fused, 5)
     assert ranking.order[0] == 19
 
 
 def test_exploration_samples_and_prefers_the_top():
     query, vectors, fused = candidates(np.random.default_rng(2))
-    reranker, weights = Reranker(), Weights.zeros(16)
-    gen = torch.Generator().manual_seed(0)
-    firsts = [reranker.rank(weights, query, vectors, fused, 5, explore=True,
-                            generator=gen).order[0] for _ in range(400)]
+    reranker, weights = Reranker(rng=np.random.default_rng(0)), Weights.zeros(16)
+    firsts = [reranker.rank(weights, query, vectors, fused, 5, explore=True).order[0]
+              for _ in range(400)]
     counts = np.bincount(firsts, minlength=20)
     assert len(set(firsts)) > 3  # it explores
     assert counts[0] > counts[10] and counts[0] > counts[19]  # but favours the best
@@ -101,14 +103,13 @@ def test_reinforce_learns_a_hidden_preference():
     exploration the deterministic top 5 holds more of them."""
     rng = np.random.default_rng(4)
     dim = 8
-    rotation = torch.linalg.qr(torch.randn(dim, dim, generator=torch.Generator().manual_seed(9)))[0]
-    reranker, weights = Reranker(mix=10.0), Weights.zeros(dim)
-    gen = torch.Generator().manual_seed(0)
+    rotation = np.linalg.qr(np.random.default_rng(9).standard_normal((dim, dim)))[0]
+    reranker, weights = Reranker(mix=10.0, rng=np.random.default_rng(0)), Weights.zeros(dim)
 
     def episode():
         query, vectors, fused = candidates(rng, dim=dim)
         good = set(rng.choice(20, 3, replace=False).tolist())
-        target = rotation.numpy() @ query
+        target = rotation @ query
         for i in good:
             v = target + 0.3 * unit(rng, dim)
             vectors[i] = (v / np.linalg.norm(v))[None, :].astype(np.float32)
@@ -125,7 +126,7 @@ def test_reinforce_learns_a_hidden_preference():
     before = precision(weights)
     for _ in range(300):
         query, vectors, fused, good = episode()
-        ranking = reranker.rank(weights, query, vectors, fused, 5, explore=True, generator=gen)
+        ranking = reranker.rank(weights, query, vectors, fused, 5, explore=True)
         rewards = [1.0 if i in good else -1.0 for i in ranking.order[:5]]
         g_q, g_m = reranker.gradient(weights, ranking, rewards)
         weights = Weights(weights.w_q - 0.01 * g_q.matrix(), weights.w_m - 0.01 * g_m.matrix())
@@ -144,9 +145,11 @@ def logged(store, name: str = "reranker/global") -> int:
 
 # persistence -----------------------------------------------------------------------------------
 def test_weights_roundtrip_and_corrupt_blob():
-    w = Weights(torch.randn(8, 8), torch.randn(8, 8), 7)
+    rng = np.random.default_rng(0)
+    w = Weights(*rng.standard_normal((2, 8, 8)).astype(np.float32), 7)
     back = Weights.from_bytes(w.to_bytes())
-    assert torch.equal(back.w_q, w.w_q) and torch.equal(back.w_m, w.w_m) and back.steps == 7
+    assert np.array_equal(back.w_q, w.w_q) and np.array_equal(back.w_m, w.w_m)
+    assert back.steps == 7
     with pytest.raises(StorageError):
         Weights.from_bytes(b"not weights")
 
@@ -178,8 +181,9 @@ def test_concurrent_steps_from_threads_and_processes_lose_nothing(tmp_path):
     assert final.steps == 60
     assert version > 0 and len(left) < 60  # the log was folded into the base on the way
     # every step subtracted lr * its gradient: the sum is exact only if none was lost
-    assert torch.allclose(final.w_q, torch.full((4, 4), -1e-3 * 15 * (1 + 2 + 3 + 4)))
-    assert torch.allclose(final.w_m, torch.full((4, 4), -1e-3 * 60))
+    np.testing.assert_allclose(final.w_q, np.full((4, 4), -1e-3 * 15 * (1 + 2 + 3 + 4)),
+                               rtol=1e-5)
+    np.testing.assert_allclose(final.w_m, np.full((4, 4), -1e-3 * 60), rtol=1e-5)
 
 
 # the front door ---------------------------------------------------------------------------------
@@ -351,40 +355,55 @@ async def test_async_search_and_feedback(bank):
     assert logged(bank.store) == 1
 
 
-def test_ranking_scores_equal_the_differentiable_scores():
-    """`rank` scores in numpy (no gradient); they must be exactly what training optimises."""
-    gen = torch.Generator().manual_seed(0)
-    weights = Weights(0.1 * torch.randn(16, 16, generator=gen),
-                      0.1 * torch.randn(16, 16, generator=gen))
-    rng = np.random.default_rng(0)
-    vectors = [rng.standard_normal((n, 16)).astype(np.float32) for n in (1, 3, 2, 5)]
-    query = rng.standard_normal(16).astype(np.float32)
-    fused = [0.3, 0.1, 0.2, 0.4]
-    reranker = Reranker()
-    ranking = reranker.rank(weights, query, vectors, fused, 2)
-    rows, mask = pack_rows(vectors)
-    expected = reranker.scores(weights, torch.from_numpy(query), rows, mask,
-                               torch.tensor(fused)).detach().numpy()
-    np.testing.assert_allclose(ranking.scores, expected, rtol=1e-5, atol=1e-5)
+TORCH_ERA = Path(__file__).parent / "data"
 
 
-def test_outer_product_gradient_equals_autograd_through_the_full_scores():
-    """`gradient` uses the closed form; autograd through `Reranker.scores` must agree."""
-    gen = torch.Generator().manual_seed(2)
-    weights = Weights(0.1 * torch.randn(12, 12, generator=gen),
-                      0.1 * torch.randn(12, 12, generator=gen))
+@pytest.mark.parametrize("combine", sorted(COMBINE))
+def test_weights_trained_by_the_torch_reranker_score_the_same(combine):
+    """The blob and figures were written by the torch implementation this module replaced:
+    its trained weights load, and rank, score and give the gradient it gave (float32
+    rounding: the former logsumexp in float32 was the less exact of the two)."""
+    weights = Weights.from_bytes((TORCH_ERA / "rerank_torch_weights.bin").read_bytes())
+    probe = json.loads((TORCH_ERA / "rerank_torch_expected.json").read_text())
+    expected = probe[combine]
+    reranker = Reranker(combine=combine)
+    ranking = reranker.rank(weights, np.array(probe["query"], np.float32),
+                            [np.array(v, np.float32) for v in probe["vectors"]],
+                            probe["fused"], 5)
+    assert weights.steps == 40 and ranking.order == expected["order"]
+    # the probe's inputs are stored to 7 decimals; scores reach 110
+    np.testing.assert_allclose(ranking.scores, expected["scores"], rtol=1e-5, atol=1e-4)
+    g_q, g_m = reranker.gradient(weights, ranking, [1.0, -1.0, -1.0, 1.0, -1.0])
+    for grad, old in ((g_q, expected["grad_q"]), (g_m, expected["grad_m"])):
+        np.testing.assert_allclose(grad.matrix(), old, atol=1e-3 * np.abs(old).max())
+
+
+@pytest.mark.parametrize("combine", sorted(COMBINE))
+def test_outer_product_gradient_equals_autograd_through_the_full_scores(combine):
+    """`gradient` uses the closed form; torch's autograd through the whole forward pass (in
+    float64) must agree."""
+    torch = pytest.importorskip("torch")
     rng = np.random.default_rng(2)
+    weights = Weights(*(0.1 * rng.standard_normal((2, 12, 12))).astype(np.float32))
     vectors = [rng.standard_normal((n, 12)).astype(np.float32) for n in (2, 1, 4, 3, 2, 5)]
     query = rng.standard_normal(12).astype(np.float32)
-    reranker = Reranker()
+    reranker = Reranker(combine=combine, rng=rng)
     ranking = reranker.rank(weights, query, vectors, [0.5, 0.2, 0.4, 0.1, 0.3, 0.6], 3,
-                            explore=True, generator=gen)
+                            explore=True)
     rewards = [1.0, -1.0, -1.0]
     g_q, g_m = reranker.gradient(weights, ranking, rewards)
-    w_q = weights.w_q.clone().requires_grad_(True)
-    w_m = weights.w_m.clone().requires_grad_(True)
-    logits = reranker.scores(Weights(w_q, w_m), ranking.query, ranking.rows, ranking.mask,
-                             ranking.fused) / reranker.temperature
+
+    w_q, w_m = (torch.tensor(w, dtype=torch.float64, requires_grad=True)
+                for w in (weights.w_q, weights.w_m))
+    q, rows, fused = (torch.tensor(a, dtype=torch.float64)
+                      for a in (ranking.query, ranking.rows, ranking.fused))
+    mask = torch.from_numpy(ranking.mask)
+    best = ((rows + rows @ w_m.T) @ (q + w_q @ q)).masked_fill(~mask, -torch.inf).amax(1)
+    r0 = (rows @ q).masked_fill(~mask, -torch.inf).amax(1)
+    mix, z = reranker.mix, (fused - fused.mean()) / (fused.std(correction=0) + 1e-6)
+    score = {"zscore": z + mix * (best - r0), "residual": fused + mix * (best - r0),
+             "blend": (1 - mix) * fused + mix * best, "reranker": best}[combine]
+    logits = score / reranker.temperature
     remaining = torch.ones(len(logits), dtype=torch.bool)
     loss = logits.new_zeros(())
     for j, reward in zip(ranking.order[:3], rewards):
@@ -392,8 +411,8 @@ def test_outer_product_gradient_equals_autograd_through_the_full_scores():
         remaining = remaining.clone()
         remaining[j] = False
     loss.backward()
-    torch.testing.assert_close(g_q.matrix(), w_q.grad, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(g_m.matrix(), w_m.grad, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(g_q.matrix(), w_q.grad.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(g_m.matrix(), w_m.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_supervised_bound_fits_the_train_questions(locomo_path):

@@ -18,7 +18,6 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-import torch
 
 from rmm_core import FeedbackError, ReflectiveMemory
 from rmm_core.lru import ByteLRU
@@ -122,10 +121,11 @@ def test_non_finite_state_written_before_the_check_is_not_used(tmp_path):
     with pytest.warns(RuntimeWarning, match="not finite"):
         weights = WeightStore(store).load(GLOBAL, 4)
     assert weights.is_finite() and weights.steps == 1
-    assert torch.equal(weights.w_q, torch.ones(4, 4))
+    assert np.array_equal(weights.w_q, np.ones((4, 4)))
 
-    assert store.save_state("reranker/other", 0, Weights(torch.full((4, 4), torch.nan),
-                                                         torch.zeros(4, 4), 5).to_bytes())
+    assert store.save_state("reranker/other", 0, Weights(np.full((4, 4), np.nan, np.float32),
+                                                         np.zeros((4, 4), np.float32),
+                                                         5).to_bytes())
     with pytest.warns(RuntimeWarning, match="starting again from zero"):
         weights = WeightStore(store).load("reranker/other", 4)
     assert weights.is_finite() and not weights.w_q.any()
@@ -200,7 +200,7 @@ def test_a_load_between_reading_and_folding_the_weights_loses_no_step(tmp_path):
     final = WeightStore(store).load(GLOBAL, 4)
     store.close()
     assert final.steps == 4
-    assert torch.allclose(final.w_q, torch.full((4, 4), -1e-3 * (1 + 2 + 3 + 4)))
+    np.testing.assert_allclose(final.w_q, np.full((4, 4), -1e-3 * (1 + 2 + 3 + 4)), rtol=1e-5)
 
 
 def _feedback_threads(path: str, seed: int, threads: int, steps: int) -> None:
@@ -243,7 +243,8 @@ def test_threads_and_processes_fold_every_claimed_step_exactly_once(tmp_path):
     store.close()
     assert claims == 3 * 6 * 20 and version > 10  # many compactions raced
     assert final.steps == claims
-    assert torch.allclose(final.w_q, torch.full((4, 4), -1e-3 * 6 * 20 * (1 + 2 + 3)))
+    np.testing.assert_allclose(final.w_q, np.full((4, 4), -1e-3 * 6 * 20 * (1 + 2 + 3)),
+                               rtol=1e-5)
 
 
 # bounded per-user weights ----------------------------------------------------------------------

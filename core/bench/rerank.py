@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from ..embed import default_embedder
 from ..errors import MissingDependencyError
@@ -28,7 +27,6 @@ from .metrics import r_any, r_tok
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from torch import Tensor
 
 RTOK_DEPTH = 100
 """Hits ranked for Rtok@1000: enough to fill the budget."""
@@ -40,14 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test", default="conv-42,conv-43", help="held-out sample ids")
     parser.add_argument("--plot", default="rerank_curve.png", help="learning-curve PNG ('' off)")
     parser.add_argument("--window", type=int, default=50, help="steps per point of the curve")
-    parser.add_argument("--seed", type=int, default=0, help="torch seed of exploration")
+    parser.add_argument("--seed", type=int, default=0, help="seed of exploration")
     parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="MemoryConfig override, e.g. reranker_mix=5 (repeatable)")
     parser.add_argument("--bound-epochs", type=int, default=0,
                         help="also fit the same maps with full supervision for this many "
                              "epochs (Adam, listwise) and report held-out R_any@5: how far "
-                             "this reranker can go on these conversations at all (0 = off)")
+                             "this reranker can go on these conversations at all (0 = off; "
+                             "needs torch)")
     parser.add_argument("--bound-lr", type=float, default=1e-4, help="Adam step of the bound")
 
 
@@ -68,7 +67,6 @@ class CachedEmbedder:
 def run(args: argparse.Namespace) -> int:
     from .retrieval import parse_setting
 
-    torch.manual_seed(args.seed)
     train_ids, test_ids = args.train.split(","), args.test.split(",")
     convs = {c.sample_id: c for c in load_locomo(args.data)}
     unknown = sorted(set(train_ids + test_ids) - set(convs))
@@ -80,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         mem = ReflectiveMemory.open(str(Path(tmp) / "rerank.sqlite"), embedder=embedder,
                                     progress=False, **settings)
+        mem._reranker.reranker.rng = np.random.default_rng(args.seed)
         for sample_id in train_ids + test_ids:
             conv = convs[sample_id]
             mem.add_sessions([{"turns": s.turns, "session_id": s.session_id,
@@ -143,25 +142,40 @@ def train(mem: ReflectiveMemory, convs: list[Conversation]) -> tuple[list[float]
 def supervised_bound(mem: ReflectiveMemory, train: list[Conversation],
                      test: list[Conversation], *, epochs: int, lr: float) -> dict[str, float]:
     """Fit W_q, W_m as well as labels allow: softmax over each train question's K candidates
-    towards the cited ones, full batch, Adam. R_any@5 of the candidates re-ordered by the fit
-    (exploration off), before and after, on train and held-out questions."""
+    towards the cited ones, full batch, Adam (torch's autograd). R_any@5 of the candidates
+    re-ordered by the fit (exploration off), before and after, on train and held-out
+    questions."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise MissingDependencyError("torch", "torch") from exc
     reranker = mem._reranker.reranker
     train_set, test_set = _labelled(mem, train), _labelled(mem, test)
-    fitted = Weights.zeros(mem.embedder.dim)
-    fitted.w_q.requires_grad_(True)
-    fitted.w_m.requires_grad_(True)
-    optimiser = torch.optim.Adam([fitted.w_q, fitted.w_m], lr=lr)
+    dim = mem.embedder.dim
+    w_q, w_m = torch.zeros(dim, dim, requires_grad=True), torch.zeros(dim, dim, requires_grad=True)
+    optimiser = torch.optim.Adam([w_q, w_m], lr=lr)
+    slope = reranker.combine.slope(reranker.mix)
+    examples = []
+    for ranking, cited in train_set:
+        if cited.any():
+            rows, mask = torch.from_numpy(ranking.rows), torch.from_numpy(ranking.mask)
+            query = torch.from_numpy(ranking.query)
+            r0 = (rows @ query).masked_fill(~mask, -torch.inf).amax(1)
+            # the combined score is affine in r: its part without r, then slope * r
+            base = reranker.combine.score(ranking.fused, np.zeros_like(ranking.fused),
+                                          r0.numpy(), reranker.mix)
+            examples.append((query, rows, mask, torch.from_numpy(base), torch.from_numpy(cited)))
     for _ in range(epochs):
         loss = torch.zeros(())
-        for ranking, cited in train_set:
-            if cited.any():
-                logits = reranker.scores(fitted, ranking.query, ranking.rows, ranking.mask,
-                                         ranking.fused) / reranker.temperature
-                loss = loss - (torch.log_softmax(logits, 0)[cited]).mean()
+        for query, rows, mask, base, cited in examples:
+            r = ((rows + rows @ w_m.T) @ (query + w_q @ query)).masked_fill(~mask, -torch.inf)
+            logits = (base + slope * r.amax(1)) / reranker.temperature
+            loss = loss - (torch.log_softmax(logits, 0)[cited]).mean()
         optimiser.zero_grad()
         (loss / len(train_set)).backward()
         optimiser.step()
-    zeros = Weights.zeros(mem.embedder.dim)
+    fitted = Weights(w_q.detach().numpy(), w_m.detach().numpy())
+    zeros = Weights.zeros(dim)
     return {"epochs": epochs, "lr": lr,
             "train_before": _r_any5(reranker, zeros, train_set),
             "train_after": _r_any5(reranker, fitted, train_set),
@@ -169,7 +183,8 @@ def supervised_bound(mem: ReflectiveMemory, train: list[Conversation],
             "test_after": _r_any5(reranker, fitted, test_set)}
 
 
-def _labelled(mem: ReflectiveMemory, convs: list[Conversation]) -> list[tuple[Ranking, Tensor]]:
+def _labelled(mem: ReflectiveMemory,
+              convs: list[Conversation]) -> list[tuple[Ranking, np.ndarray]]:
     """Each question's ranking inputs and which of its K candidates hold gold evidence."""
     out = []
     for conv in convs:
@@ -177,16 +192,15 @@ def _labelled(mem: ReflectiveMemory, convs: list[Conversation]) -> list[tuple[Ra
             result = mem.search(q.question, user_id=conv.sample_id, k=5)
             ranking = result.state.get("ranking")
             if ranking is not None:
-                out.append((ranking, torch.tensor([bool(set(h.refs) & q.evidence)
-                                                   for h in result.candidates])))
+                out.append((ranking, np.array([bool(set(h.refs) & q.evidence)
+                                               for h in result.candidates])))
     return out
 
 
 def _r_any5(reranker: Reranker, weights: Weights,
-            examples: list[tuple[Ranking, Tensor]]) -> float:
-    with torch.no_grad():
-        found = [bool(cited[reranker.scores(weights, r.query, r.rows, r.mask, r.fused)
-                            .topk(min(5, len(cited))).indices].any()) for r, cited in examples]
+            examples: list[tuple[Ranking, np.ndarray]]) -> float:
+    found = [bool(cited[np.argsort(-reranker.scores(weights, r.query, r.rows, r.mask, r.fused),
+                                   kind="stable")[:5]].any()) for r, cited in examples]
     return 100 * float(np.mean(found))
 
 
@@ -204,7 +218,7 @@ def time_rerank(mem: ReflectiveMemory, conv: Conversation, repeats: int = 200) -
     rows = [vectors[h.memory.id] for h in candidates]
     fused = [h.score for h in candidates]
     weights = mem._reranker.weights.current("reranker/global", mem.embedder.dim)
-    weights = Weights(weights.w_q.clone(), weights.w_m.clone(), weights.steps)
+    weights = Weights(weights.w_q.copy(), weights.w_m.copy(), weights.steps)
     out = []
     for _ in range(repeats):
         start = time.perf_counter()

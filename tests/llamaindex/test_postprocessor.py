@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from llamaindex_rmm import RMMReranker, hits_to_nodes
@@ -47,8 +46,8 @@ def test_learned_weights_change_the_order(mem, embedder):
     reranker = RMMReranker(memory=mem, user_id="u1", top_n=4)
     before = texts_of(reranker.postprocess_nodes(foreign_nodes(), query_str=QUERY))
     # Teach W_m to map the cello text onto the query: its score rises above the pets text.
-    q, t = (torch.from_numpy(v) for v in embedder.embed([QUERY, TEXTS[3]]))
-    weights = Weights(torch.zeros(embedder.dim, embedder.dim), 2.0 * torch.outer(q, t), 1)
+    q, t = embedder.embed([QUERY, TEXTS[3]])
+    weights = Weights(np.zeros((embedder.dim, embedder.dim), np.float32), 2.0 * np.outer(q, t), 1)
     name = WeightStore.name(mem.config.reranker_scope, "u1")
     version, _ = mem.store.load_state(name)
     assert mem.store.save_state(name, version, weights.to_bytes())
