@@ -7,6 +7,8 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 from .commands import EXIT_CODES, add_commands, add_db_argument
 from .commands import run as run_command
@@ -25,6 +27,20 @@ BENCH_ALIASES = {"retrieval": ["locomo"]}
 """Other names a benchmark answers to (`rmm bench locomo` predates the other datasets)."""
 
 
+class _BenchParser(argparse.ArgumentParser):
+    """A benchmark's parser: its module (with the memory and models it imports) loads when
+    this benchmark's arguments are parsed, so that `rmm --help` and the commands stay light."""
+
+    module = ""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None) -> Any:
+        if self.module:
+            module, self.module = self.module, ""
+            importlib.import_module(module).add_arguments(self)
+        return super().parse_known_args(args, namespace)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rmm", description="Reflective memory for LLM agents: inspect, search, export, "
@@ -35,12 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     add_commands(commands)
     bench = commands.add_parser("bench", help="run a benchmark and print its figures")
-    benches = bench.add_subparsers(dest="bench", required=True)
+    benches = bench.add_subparsers(dest="bench", required=True, parser_class=_BenchParser)
     for name, (module, help_text) in BENCHES.items():
         sub = benches.add_parser(name, help=help_text, description=help_text,
                                  aliases=BENCH_ALIASES.get(name, []))
         sub.set_defaults(_module=module)
-        importlib.import_module(module).add_arguments(sub)
+        sub.module = module
     return parser
 
 

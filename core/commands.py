@@ -16,9 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from .config import MemoryConfig
 from .errors import InvalidInputError, RMMError, StorageError
-from .memory import ReflectiveMemory
 from .storage import default_location, open_store
 from .storage.base import Store
 from .storage.redact import redact
@@ -172,12 +170,18 @@ def _inspect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     return OK
 
 
-class _Reader(ReflectiveMemory):
+def _reader(store: Store, embedding_model: str | None) -> Any:
     """A memory that searches without reflecting pending sessions (the constructor's crash
-    recovery): the default LLM-free pipeline would write memories the application's would not."""
+    recovery): the default LLM-free pipeline would write memories the application's would not.
+    Built here, not at import, so that `rmm --help` and the other commands load no model."""
+    from .config import MemoryConfig
+    from .memory import ReflectiveMemory
 
-    def reflect_pending(self, *, all_open: bool = False) -> list[Memory]:
-        return []
+    class Reader(ReflectiveMemory):
+        def reflect_pending(self, *, all_open: bool = False) -> list[Memory]:
+            return []
+
+    return Reader(store, config=MemoryConfig(embedding_model=embedding_model))
 
 
 def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
@@ -185,7 +189,7 @@ def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     if args.k < 1:
         raise CommandError("--k must be at least 1", USAGE)
     try:
-        mem = _Reader(store, config=MemoryConfig(embedding_model=args.embedding_model))
+        mem = _reader(store, args.embedding_model)
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
     try:

