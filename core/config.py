@@ -15,9 +15,11 @@ class MemoryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     embedding_model: str | None = Field(
-        None, description="'minilm-int8' (default when None: the packaged MiniLM on OpenVINO, "
-                          "fastest), 'minilm-int8-onnx' (the same on onnxruntime), 'minilm' "
-                          "(the float model on torch), or a local sentence-transformers path.")
+        None, description="'minilm-int8' (default when None: the packaged MiniLM on OpenVINO "
+                          "if the `openvino` extra is installed, else on onnxruntime), "
+                          "'minilm-int8-onnx' or 'minilm-int8-openvino' (one runtime), 'minilm' "
+                          "(the float model, `torch` extra), or a local sentence-transformers "
+                          "path.")
     candidates: int = Field(20, ge=1, le=1000,
                             description="Top-K retrieved before reranking keeps k (RMM's K).")
     max_query_chars: int = Field(

@@ -40,10 +40,12 @@ def test_runtimes_match_the_float_model(runtime, reference):
     assert embedder.embed([]).shape == (0, 384)
 
 
-def test_default_is_openvino_and_names_pick_runtimes():
-    assert isinstance(default_embedder(), OpenVinoMiniLMEmbedder)
+def test_default_is_openvino_when_installed_and_names_pick_runtimes():
+    assert isinstance(default_embedder(), OpenVinoMiniLMEmbedder)  # the `openvino` extra
     assert default_embedder("minilm-int8") is default_embedder()
-    assert set(EMBEDDERS) >= {"minilm-int8", "minilm-int8-onnx", "minilm"}
+    assert set(EMBEDDERS) >= {"minilm-int8", "minilm-int8-onnx", "minilm-int8-openvino",
+                              "minilm"}
+    assert isinstance(default_embedder("minilm-int8-onnx"), OnnxMiniLMEmbedder)
 
 
 def test_openvino_is_imported_without_its_usage_report():
