@@ -63,6 +63,8 @@ class MemoryConfig(BaseModel):
     reranker_baseline: float = Field(0.5, ge=-1.0, le=1.0, description="REINFORCE baseline b.")
     reranker_temperature: float = Field(0.5, gt=0, le=100.0,
                                         description="Softmax temperature of exploration.")
+    reranker_seed: int | None = Field(None, description="Seed of the exploration noise, for "
+                                                        "reproducible runs; None = fresh.")
     reranker_combine: str = Field("zscore", description="How the reranker joins the fused "
                                                         "score: zscore | residual | blend.")
     reranker_mix: float = Field(10.0, ge=0.0, le=1000.0,

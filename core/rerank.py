@@ -524,7 +524,8 @@ class LearnedReranker:
         self.scope = config.reranker_scope
         self.reranker = Reranker(temperature=config.reranker_temperature,
                                  mix=config.reranker_mix, baseline=config.reranker_baseline,
-                                 combine=config.reranker_combine)
+                                 combine=config.reranker_combine,
+                                 rng=np.random.default_rng(config.reranker_seed))
         self.weights = WeightStore(store, learning_rate=config.reranker_learning_rate,
                                    batch=config.reranker_batch,
                                    cache_bytes=config.reranker_cache_bytes)

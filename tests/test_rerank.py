@@ -133,6 +133,19 @@ def test_reinforce_learns_a_hidden_preference():
     assert precision(weights) > before + 0.2
 
 
+def test_reranker_seed_makes_exploration_reproducible(embedder):
+    def explored(seed):
+        with ReflectiveMemory.open(":memory:", embedder=embedder, reranker_seed=seed) as mem:
+            for i, text in enumerate(TOPICS):
+                mem.add_session([{"speaker": "user", "text": text}], user_id="u",
+                                session_id=f"s{i}")
+            return [[h.memory.text for h in mem.search("my hobbies", user_id="u", k=3,
+                                                        explore=True)] for _ in range(8)]
+
+    assert explored(3) == explored(3)
+    assert explored(3) != explored(4)
+
+
 def test_unknown_combine_is_a_typed_error():
     with pytest.raises(InvalidInputError, match="zscore"):
         Reranker(combine="magic")

@@ -77,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
     settings = dict(parse_setting(s) for s in args.set)
     with tempfile.TemporaryDirectory() as tmp:
         mem = ReflectiveMemory.open(str(Path(tmp) / "rerank.sqlite"), embedder=embedder,
-                                    progress=False, **settings)
-        mem._reranker.reranker.rng = np.random.default_rng(args.seed)
+                                    progress=False, **{"reranker_seed": args.seed, **settings})
         for sample_id in train_ids + test_ids:
             conv = convs[sample_id]
             mem.add_sessions([{"turns": s.turns, "session_id": s.session_id,
