@@ -122,6 +122,19 @@ class Scale:
     unit: tuple[float, float]
     turn: tuple[float, float]
 
+    @classmethod
+    def of(cls, lexical: np.ndarray, dense: np.ndarray) -> Scale:
+        """The scale of items with no bank to compare with: their own."""
+        return cls(_stats(lexical), _stats(dense), _stats(dense))
+
+    def fuse(self, weights: FusionWeights, lexical: np.ndarray, dense: np.ndarray
+             ) -> np.ndarray:
+        """The fused score of items with one vector each (it is their unit and turn vector);
+        no neighbour smoothing."""
+        return (weights.lexical * _scaled(lexical, self.lexical)
+                + weights.dense * _scaled(dense, self.unit)
+                + weights.turn * _scaled(dense, self.turn))
+
 
 @dataclass(slots=True)
 class Candidates:
