@@ -373,7 +373,7 @@ class ReflectiveMemory:
         covered = {r for m, _, _ in found for r in m.refs}
         found += [(p.memory, p.score, p.vectors) for p in self._open_turns.score(
             user_id, [(t, m) for t, m in opened if t.id not in covered], query, query_vec,
-            self._weights, scale, index.corpus if scale else None)]
+            self._weights, scale, index.corpus if scale else None, top)]
         found = sorted(found, key=lambda item: -item[1])[:top]
         candidates = [MemoryHit(m, float(score), hit_text(m, dates=self.config.context_dates),
                                 rank) for rank, (m, score, _) in enumerate(found)]

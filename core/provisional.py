@@ -11,6 +11,7 @@ and its memory is found instead. Each passage is embedded and tokenised once (ca
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +43,7 @@ class Provisional:
 class _Piece:
     turn: Turn
     vector: np.ndarray
-    tokens: list[str]
+    tokens: Counter
 
 
 class OpenTurns:
@@ -61,29 +62,30 @@ class OpenTurns:
 
     def score(self, user_id: str, turns: list[tuple[Turn, dict[str, Any]]], query: str,
               query_vec: np.ndarray, weights: FusionWeights, scale: Scale | None,
-              corpus: Corpus | None) -> list[Provisional]:
-        """Each turn's best passage, fused as a memory would be on the bank's `scale` and
-        `corpus`; with no bank (None), on the open turns' own."""
+              corpus: Corpus | None, top: int) -> list[Provisional]:
+        """The `top` turns by their best passage, fused as a memory would be on the bank's
+        `scale` and `corpus`; with no bank (None), on the open turns' own."""
         if not turns:
             return []
         pieces = self._pieces(user_id, [t for t, _ in turns])
         flat = [p for ps in pieces for p in ps]
-        owner = np.repeat(np.arange(len(turns)), [len(ps) for ps in pieces])
+        counts = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
         docs = [p.tokens for p in flat]
         dense = np.stack([p.vector for p in flat]) @ query_vec
         query_tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
         lexical = (corpus or Corpus.of(docs)).scores(query_tokens, docs)
         fused = (scale or Scale.of(lexical, dense)).fuse(weights, lexical, dense)
+        starts = np.cumsum(counts) - counts
+        best_score = np.maximum.reduceat(fused, starts)
         out = []
-        for i, (turn, metadata) in enumerate(turns):
-            mine = np.flatnonzero(owner == i)
-            best = mine[np.argmax(fused[mine])]
-            piece = flat[best].turn
+        for i in np.argsort(-best_score, kind="stable")[:top]:
+            best = starts[i] + int(np.argmax(fused[starts[i]:starts[i] + counts[i]]))
+            (turn, metadata), piece = turns[i], flat[best].turn
             memory = Memory(id=PREFIX + turn.id, user_id=user_id, text=piece.render(),
                             key=piece.text, refs=[turn.id], speakers=[turn.speaker],
                             session_ids=[turn.session_id], occurred_at=turn.timestamp,
                             attrs={"provisional": True}, metadata=dict(metadata))
-            out.append(Provisional(memory, float(fused[best]), flat[best].vector[None, :]))
+            out.append(Provisional(memory, float(best_score[i]), flat[best].vector[None, :]))
         return out
 
     def _pieces(self, user_id: str, turns: list[Turn]) -> list[list[_Piece]]:
@@ -96,8 +98,8 @@ class OpenTurns:
             vectors = iter(self.embedder.embed([p.render() for p in flat]))
             tokens = iter(tokenize([p.text for p in flat], self.stemmer))
             for i, parts in zip(missing, split):
-                found[i] = [_Piece(p, next(vectors), next(tokens)) for p in parts]
-                size = sum(p.vector.nbytes + 8 * len(p.tokens) for p in found[i]) + 200
+                found[i] = [_Piece(p, next(vectors), Counter(next(tokens))) for p in parts]
+                size = sum(p.vector.nbytes + 64 * len(p.tokens) for p in found[i]) + 200
                 self._cache.put(keys[i], found[i], size)
         return found  # type: ignore[return-value]
 

@@ -275,6 +275,7 @@ CHAT = [
 ]
 
 
+@pytest.mark.backends
 def test_a_fact_said_one_turn_earlier_is_found_without_end_session(open_memory):
     mem = open_memory()
     mem.append(CHAT, user_id="u", session_id="thread-1")
