@@ -2,7 +2,8 @@
 metadata with filters and agent/run scopes, messages in every common form.
 
 Real parts throughout: a SQLite file (PostgreSQL too for the tests marked `backends`) and
-the real packaged embedder; no LLM (the LLM-free pipeline).
+the real packaged embedder; no LLM (the LLM-free pipeline). The reflection tests count the
+real reflector's calls by user and thread (`_Reflections` wraps it), so they need no timing.
 """
 
 from __future__ import annotations
@@ -391,9 +392,10 @@ def test_the_background_worker_reflects_off_the_request_path(open_memory):
     _wait_for(lambda: len(mem.memories(user_id="victim")) and
               len(mem.memories(user_id="caller")) >= 2)
     assert spy.calls and {thread for _, thread in spy.calls} == {"rmm-reflection"}
-    worker = mem._worker._thread
+    worker = mem._worker
+    assert worker.alive
     mem.close()
-    assert not worker.is_alive()
+    assert not worker.alive
 
 
 def test_open_leaves_crash_recovery_to_the_worker(store_target, embedder):
@@ -424,3 +426,19 @@ def test_the_callers_own_conversation_and_repeats_are_not_provisional_hits(open_
     ids = [h.memory.id for h in mem.search("Who teaches me?", user_id="u", k=5,
                                            session_id="current")]
     assert ids == ["turn:other:1"]
+
+
+def test_bm25_of_texts_outside_the_bank_is_bm25s_own_score():
+    """Provisional turns are scored as if in the bank: for the bank's own texts the result
+    must be exactly what bm25s gives them."""
+    from collections import Counter
+
+    from rmm_core.index import Corpus, bm25_index
+    from rmm_core.tokens import tokenize
+
+    docs = tokenize(["my sister breeds greyhounds near Lisbon", "greyhounds are fast dogs",
+                     "I repair motorbikes", "my sister and my brother visit Lisbon often"])
+    query = tokenize(["sister greyhounds Lisbon"])[0]
+    expected = bm25_index(docs).get_scores(query)
+    got = Corpus.of(docs).scores(query, [Counter(d) for d in docs])
+    assert got == pytest.approx(expected, rel=1e-5)
