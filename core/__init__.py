@@ -14,6 +14,7 @@ from .errors import (
     LLMError,
     LLMFallbackWarning,
     MissingDependencyError,
+    NotFoundError,
     RMMError,
     StorageError,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "MemoryHit",
     "MemoryVersion",
     "MissingDependencyError",
+    "NotFoundError",
     "RMMError",
     "ReflectiveMemory",
     "SearchResult",

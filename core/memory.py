@@ -9,42 +9,53 @@ import time
 import uuid
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from .attribute import CitedAnswer, answer_with_citations
 from .compress import Compressor
 from .config import MemoryConfig, unit_words
 from .context import hit_text
 from .embed import Embedder, default_embedder
-from .errors import FeedbackError, InvalidInputError, RMMError
+from .errors import FeedbackError, InvalidInputError, NotFoundError, RMMError
 from .extract import Extractor
-from .index import FusionWeights, UserIndex, english_stemmer
+from .index import FusionWeights, Scale, UserIndex, english_stemmer
 from .llm import MeteredLLM, metered, usage_scope
+from .metadata import check_filters, check_metadata, matches
 from .pipeline import build_pipeline
+from .provisional import OpenTurns
 from .reconcile import Reconciler
 from .reflect import Pipeline, Reflector
 from .rerank import LearnedReranker
 from .scm import Recall, SCMController
 from .segment import Segmenter
 from .storage import open_store
-from .storage.base import SessionState, Store
+from .storage.base import NewMemory, SessionState, Store
+from .storage.sql import new_memory_id
 from .types import (
     Memory,
     MemoryHit,
+    MemoryVersion,
     SearchResult,
     Turn,
     as_datetime,
     check_id,
     check_query,
     check_unicode,
+    utcnow,
 )
+from .units import passages
+from .worker import ReflectionWorker
 from .workflows import WorkflowMemory
 from .working import WorkingContext
 
-TurnLike = Turn | Mapping[str, Any]
+TurnLike = Turn | Mapping[str, Any] | tuple[str, str]
+Candidate = tuple[Memory, float, np.ndarray]
+"""A search candidate before reranking: the memory, its fused score, its vector rows."""
 log = logging.getLogger("rmm_core.memory")
 
 
@@ -82,9 +93,17 @@ class ReflectiveMemory:
             self._reflector.after_commit = keeper_for(store, self.embedder, self.config,
                                                       self.llm)
         self._reranker = LearnedReranker(store, self.config)
-        self._last_sweep = 0.0
+        self._open_turns = OpenTurns(store, self.embedder, unit_words=unit_words(self.config),
+                                     stemmer=self._stemmer)
+        self._last_sweep: dict[str, float] = {}
         _check_dimension(store, self.embedder)
-        if not store.read_only:  # a read-only store is searched as it is
+        self._worker: ReflectionWorker | None = None
+        if store.read_only:  # a read-only store is searched as it is
+            return
+        if self.config.background_reflection:  # its first sweep does what open() did
+            self._worker = ReflectionWorker(self._sweep, self.config.reflection_interval)
+            self._worker.start()
+        else:
             self.reflect_pending()
 
     # construction --------------------------------------------------------------------------
@@ -120,6 +139,10 @@ class ReflectiveMemory:
             raise
 
     def close(self) -> None:
+        """Stop the background worker (a reflection under way finishes), log any batched
+        reranker steps, close the store."""
+        if self._worker is not None:
+            self._worker.stop()
         self._reranker.flush()
         self.store.close()
 
@@ -131,28 +154,37 @@ class ReflectiveMemory:
 
     # write path ----------------------------------------------------------------------------
     def append(self, turns: Sequence[TurnLike] | TurnLike, *, user_id: str,
-               session_id: str, started_at: datetime | str | float | None = None
-               ) -> list[Turn]:
+               session_id: str, started_at: datetime | str | float | None = None,
+               metadata: Mapping[str, Any] | None = None, agent_id: str | None = None,
+               run_id: str | None = None) -> list[Turn]:
         """Log turns durably, at once; reflection waits for the session to end.
 
-        A reflection this call triggers (size limit, idle sessions) never makes it fail: a
-        failed one is recorded on its session and retried later.
+        `metadata` (with `agent_id`/`run_id`) is the session's, set by its first append and
+        given to every memory reflected from it. A reflection this call triggers (size
+        limit, idle sessions) never makes it fail: a failed one is recorded on its session
+        and retried later.
         """
         user_id = check_id(user_id, "user_id")
         session_id = check_id(session_id, "session_id")
         batch = _coerce_turns(turns)
+        meta = None if metadata is None and agent_id is None and run_id is None else \
+            check_metadata(metadata, agent_id=agent_id, run_id=run_id)
         stored = self.store.append_turns(user_id, session_id, batch,
-                                         as_datetime(started_at, "started_at"), time.time())
+                                         as_datetime(started_at, "started_at"), time.time(),
+                                         meta)
         state = self.store.session(user_id, session_id)
         limit = self.config.session_max_turns
         if limit and state and state.n_turns - state.reflected >= limit and \
                 state.failures < self.config.reflection_max_attempts:
             self._reflect_quietly(state)
-        self._sweep_idle()
+        if self._worker is None:  # the worker reflects idle sessions, else the caller's own
+            self._sweep_idle(user_id)
         return stored
 
-    def end_session(self, *, user_id: str, session_id: str) -> list[Memory]:
-        """End a session and run prospective reflection on it now.
+    def end_session(self, *, user_id: str, session_id: str, wait: bool = True
+                    ) -> list[Memory]:
+        """End a session and run prospective reflection on it now (`wait=False`: only mark
+        it ended, for the background worker or `reflect_pending`, and return []).
 
         LLM failures fall back to the LLM-free stages. Any other failure is recorded on the
         session (retried later, see `reflection_max_attempts`) and raised: an `RMMError`, or
@@ -162,18 +194,82 @@ class ReflectiveMemory:
         session_id = check_id(session_id, "session_id")
         if not self.store.mark_ended(user_id, session_id):
             raise InvalidInputError(f"no session {session_id!r} for this user")
+        if not wait:
+            if self._worker is not None:
+                self._worker.wake()
+            return []
         state = self.store.session(user_id, session_id)
         return self._reflector.reflect(state) if state else []
 
     def add_session(self, turns: Sequence[TurnLike], *, user_id: str,
                     session_id: str | None = None,
-                    started_at: datetime | str | float | None = None) -> list[Memory]:
+                    started_at: datetime | str | float | None = None,
+                    metadata: Mapping[str, Any] | None = None, agent_id: str | None = None,
+                    run_id: str | None = None) -> list[Memory]:
         """Append a whole session and reflect it; returns the memories added or merged."""
         if not isinstance(turns, Sequence) or isinstance(turns, (str, bytes)) or not turns:
             raise InvalidInputError("add_session needs a non-empty list of turns")
         session_id = session_id if session_id is not None else uuid.uuid4().hex
-        self.append(turns, user_id=user_id, session_id=session_id, started_at=started_at)
+        self.append(turns, user_id=user_id, session_id=session_id, started_at=started_at,
+                    metadata=metadata, agent_id=agent_id, run_id=run_id)
         return self.end_session(user_id=user_id, session_id=session_id)
+
+    def add(self, content: str | Sequence[TurnLike], *, user_id: str,
+            metadata: Mapping[str, Any] | None = None, agent_id: str | None = None,
+            run_id: str | None = None) -> list[Memory]:
+        """Remember a fact (a string) at once, or a conversation (a list of messages in any
+        `Turn.coerce` form), logged as a new session and reflected now.
+
+        A fact is embedded and indexed as it is, without an LLM and without a logged turn:
+        its first version has `source="direct"` and its refs are empty. A fact longer than a
+        hit may hold (`max_hit_words`) becomes one memory per passage of whole sentences.
+        """
+        user_id = check_id(user_id, "user_id")
+        meta = check_metadata(metadata, agent_id=agent_id, run_id=run_id)
+        if not isinstance(content, str):
+            return self.add_session(content, user_id=user_id, metadata=meta)
+        fact = Turn.coerce({"speaker": "user", "text": content})
+        texts = [p.text for p in passages(fact, unit_words(self.config))]
+        keys = self.pipeline.compressor.compress(texts)
+        vectors = self.embedder.embed(texts)
+        now = utcnow()
+        added = [NewMemory(Memory(id=new_memory_id(), user_id=user_id, text=text,
+                                  key=key or text, refs=[], speakers=["user"], occurred_at=now,
+                                  created_at=now, updated_at=now, attrs={"source": "direct"},
+                                  metadata=meta), vector[None, :])
+                 for text, key, vector in zip(texts, keys, vectors)]
+        return self.store.add_memories(user_id, added, source="direct")
+
+    def get(self, memory_id: str, *, user_id: str) -> Memory:
+        """One memory of the user, with its versions; `NotFoundError` if there is none."""
+        user_id = check_id(user_id, "user_id")
+        found = self.store.memories(user_id, [check_id(memory_id, "memory_id")])
+        if not found:
+            raise NotFoundError(f"no memory {memory_id!r} for this user")
+        return found[0]
+
+    def update(self, memory_id: str, text: str, *, user_id: str,
+               metadata: Mapping[str, Any] | None = None) -> Memory:
+        """Replace what a memory says: a new version (reason `update`), re-embedded and
+        re-keyed; its refs (where it came from) stay. `metadata` keys are set on top of the
+        memory's own (None keeps them)."""
+        current = self.get(memory_id, user_id=user_id)
+        text = Turn.coerce({"speaker": "user", "text": text}).text
+        meta = check_metadata({**current.metadata, **(metadata or {})}) \
+            if metadata is not None else current.metadata
+        key = self.pipeline.compressor.compress([text])[0] or text
+        vector = self.embedder.embed([text])[0]
+        return self.store.update_memory(current.user_id, current.id, text, key,
+                                        vector[None, :], meta)
+
+    def delete(self, memory_id: str, *, user_id: str) -> None:
+        """Delete a memory with its versions and vectors (gone from search at once); the raw
+        turns it came from stay in the log (`forget` erases a user's log)."""
+        self.store.delete_memory(check_id(user_id, "user_id"), check_id(memory_id, "memory_id"))
+
+    def history(self, memory_id: str, *, user_id: str) -> list[MemoryVersion]:
+        """A memory's versions, oldest first: created, merged into, updated."""
+        return self.get(memory_id, user_id=user_id).versions
 
     def add_sessions(self, sessions: Iterable[Mapping[str, Any]], *, user_id: str,
                      progress: bool | None = None) -> list[Memory]:
@@ -197,16 +293,28 @@ class ReflectiveMemory:
         all (`retry_failed=True` tries every such session now). Never raises for one
         session's failure.
         """
+        return self._reflect_pending(all_open=all_open, retry_failed=retry_failed)
+
+    def _reflect_pending(self, *, user_id: str | None = None, all_open: bool = False,
+                         retry_failed: bool = False,
+                         stopping: Callable[[], bool] = lambda: False) -> list[Memory]:
+        """`reflect_pending` for every user or one, until `stopping()` (checked between
+        sessions) turns true."""
         timeout = self.config.session_idle_timeout
         idle_before = time.time() - timeout if timeout else None
         if all_open:
             idle_before = float("inf")
         limit = None if retry_failed else self.config.reflection_max_attempts
         out: list[Memory] = []
-        for state in self.store.pending_sessions(idle_before, max_failures=limit):
+        for state in self.store.pending_sessions(idle_before, user_id, max_failures=limit):
+            if stopping():
+                break
             out += self._reflect_quietly(state)
-        self._last_sweep = time.time()
         return out
+
+    def _sweep(self, stopping: Callable[[], bool]) -> None:
+        """The background worker's round: every user's ended and idle sessions."""
+        self._reflect_pending(stopping=stopping)
 
     def _reflect_quietly(self, state: SessionState) -> list[Memory]:
         """Reflect a session for someone other than its explicit `end_session` caller: a
@@ -218,45 +326,65 @@ class ReflectiveMemory:
                         state.session_id, state.failures + 1, exc)
             return []
 
-    def _sweep_idle(self) -> None:
+    def _sweep_idle(self, user_id: str) -> None:
+        """Reflect the caller's own ended or idle sessions (checked at most once a minute per
+        user): a request never pays for another user's sessions, which wait for the worker
+        or `reflect_pending`."""
         timeout = self.config.session_idle_timeout
-        if timeout and time.time() - self._last_sweep > min(timeout, 60.0):
-            self.reflect_pending()
+        now = time.time()
+        if timeout and now - self._last_sweep.get(user_id, 0.0) > min(timeout, 60.0):
+            with self._index_lock:
+                self._last_sweep[user_id] = now
+                while len(self._last_sweep) > 10_000:
+                    self._last_sweep.pop(next(iter(self._last_sweep)))
+            self._reflect_pending(user_id=user_id)
 
     # read path ------------------------------------------------------------------------------
     def search(self, query: str, *, user_id: str, k: int = 5,
-               follow_links: bool = False, explore: bool = False) -> SearchResult:
+               follow_links: bool = False, explore: bool = False,
+               filters: Mapping[str, Any] | None = None, agent_id: str | None = None,
+               run_id: str | None = None, session_id: str | None = None) -> SearchResult:
         """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`.
 
+        Turns not yet reflected are candidates too, as provisional hits (`immediate_recall`),
+        except those of `session_id`: the caller's current conversation, which its context
+        holds already. `filters` keep memories whose metadata has each key with that value
+        (a list: any of them); `agent_id`/`run_id` are filters on those keys.
         `follow_links` (A-MEM, needs `notes=True`) puts each hit's linked memories right
-        after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise,
-        softmax temperature `reranker_temperature`) so that `feedback` can learn.
+        after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise, softmax
+        temperature `reranker_temperature`) so that `feedback` can learn.
         """
         user_id = check_id(user_id, "user_id")
         query = check_query(query, self.config.max_query_chars)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        wanted = check_filters(filters, agent_id=agent_id, run_id=run_id)
+        session_id = check_id(session_id, "session_id", optional=True)
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
+        if not query.strip():
+            return result
+        # open turns before the index: a turn reflected in between is then in both, and
+        # dropped from the open ones below (the other order could miss it in both). The
+        # query itself, logged before it is searched for, is no hit.
+        opened = [(t, m) for t, m in self._open_turns.open(user_id)
+                  if t.session_id != session_id and t.text.strip() != query.strip()
+                  and matches(m, wanted)] if self.config.immediate_recall else []
         index = self._index(user_id)
-        if not query.strip() or not len(index):
+        if not len(index) and not opened:
             return result
         query_vec = self.embedder.embed([query])[0]
-        found = index.search(query, query_vec, top=max(k, self.config.candidates),
-                             weights=self._weights)
-        stored = {m.id: m for m in self.store.memories(
-            user_id, [index.ids[p] for p in found.positions])}
-        # a memory forgotten since the index snapshot was taken drops out
-        found_now = [(p, s) for p, s in zip(found.positions, found.fused)
-                     if index.ids[p] in stored]
-        candidates = []
-        for rank, (p, score) in enumerate(found_now):
-            m = stored[index.ids[p]]
-            candidates.append(MemoryHit(m, float(score), hit_text(
-                m, dates=self.config.context_dates), rank))
+        top = max(k, self.config.candidates)
+        found, scale = self._memory_candidates(user_id, index, query, query_vec, top, wanted)
+        covered = {r for m, _, _ in found for r in m.refs}
+        found += [(p.memory, p.score, p.vectors) for p in self._open_turns.score(
+            user_id, [(t, m) for t, m in opened if t.id not in covered], query, query_vec,
+            self._weights, scale, index.corpus if scale else None, top)]
+        found = sorted(found, key=lambda item: -item[1])[:top]
+        candidates = [MemoryHit(m, float(score), hit_text(m, dates=self.config.context_dates),
+                                rank) for rank, (m, score, _) in enumerate(found)]
         result.candidates = candidates
         result.hits, ranking = self._reranker.rerank(
-            user_id, query_vec, candidates, [index.rows_of(p) for p, _ in found_now], k,
-            explore=explore)
+            user_id, query_vec, candidates, [rows for _, _, rows in found], k, explore=explore)
         if follow_links:
             from .notes import follow_links as with_links
 
@@ -266,8 +394,26 @@ class ReflectiveMemory:
                                                       if c.memory.id not in top)],
                 query_vec, k=k, per_hit=self.config.note_follow,
                 text_of=lambda m: hit_text(m, dates=self.config.context_dates))
+            result.hits = [h for h in result.hits if matches(h.memory.metadata, wanted)]
         result.state = {"query_vec": query_vec, "ranking": ranking}
         return result
+
+    def _memory_candidates(self, user_id: str, index: UserIndex, query: str,
+                           query_vec: np.ndarray, top: int,
+                           wanted: Mapping[str, Any]) -> tuple[list[Candidate], Scale | None]:
+        """The fused top memories that match `wanted`, each with its score and vector rows,
+        and the scale their signals were z-scored on (None: nothing scored)."""
+        if not len(index):
+            return [], None
+        subset = np.flatnonzero([matches(m, wanted) for m in index.metadata]) \
+            if wanted else None
+        found = index.search(query, query_vec, top=top, weights=self._weights, subset=subset)
+        stored = {m.id: m for m in self.store.memories(
+            user_id, [index.ids[p] for p in found.positions])}
+        # a memory forgotten since the index snapshot was taken drops out
+        return [(stored[index.ids[p]], float(score), index.rows_of(p))
+                for p, score in zip(found.positions, found.fused)
+                if index.ids[p] in stored], found.scale
 
     def feedback(self, result: SearchResult, cited: Sequence[str]) -> None:
         """One REINFORCE step from the memories an answer cited (retrospective reflection).
@@ -401,6 +547,21 @@ class ReflectiveMemory:
     async def arespond(self, query: str, **kw: Any) -> CitedAnswer:
         return await asyncio.to_thread(self.respond, query, **kw)
 
+    async def aadd(self, content: str | Sequence[TurnLike], **kw: Any) -> list[Memory]:
+        return await asyncio.to_thread(self.add, content, **kw)
+
+    async def aget(self, memory_id: str, **kw: Any) -> Memory:
+        return await asyncio.to_thread(self.get, memory_id, **kw)
+
+    async def aupdate(self, memory_id: str, text: str, **kw: Any) -> Memory:
+        return await asyncio.to_thread(self.update, memory_id, text, **kw)
+
+    async def adelete(self, memory_id: str, **kw: Any) -> None:
+        return await asyncio.to_thread(self.delete, memory_id, **kw)
+
+    async def ahistory(self, memory_id: str, **kw: Any) -> list[MemoryVersion]:
+        return await asyncio.to_thread(self.history, memory_id, **kw)
+
     async def aturns(self, **kw: Any) -> list[Turn]:
         return await asyncio.to_thread(self.turns, **kw)
 
@@ -444,8 +605,10 @@ def default_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:
 
 
 def _coerce_turns(turns: Sequence[TurnLike] | TurnLike) -> list[Turn]:
-    if isinstance(turns, (Turn, Mapping)):
-        turns = [turns]
+    if isinstance(turns, (Turn, Mapping)) or (
+            isinstance(turns, tuple) and len(turns) == 2 and all(isinstance(x, str)
+                                                                 for x in turns)):
+        turns = [turns]  # one message; a (role, text) tuple is one message too
     if isinstance(turns, (str, bytes)) or not isinstance(turns, (Sequence, Iterable)):
         raise InvalidInputError(f"turns must be a list of Turn or dict, not {type(turns).__name__}")
     batch = [Turn.coerce(t) for t in turns]

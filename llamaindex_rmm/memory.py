@@ -100,7 +100,8 @@ class RMMMemory(BaseMemory):
         if isinstance(input, ChatMessage):
             input = message_text(input)
         query = input if input is not None else latest_user_text(self.buffer.get_all())
-        hits = list(self.memory.search(query, user_id=self.user_id, k=self.k))
+        hits = list(self.memory.search(query, user_id=self.user_id, k=self.k,
+                                       session_id=self.session_id))
         recalled, used = self._fit(hits)
         history = self.buffer.get(initial_token_count=initial_token_count + used)
         return [recalled, *history] if recalled is not None else history

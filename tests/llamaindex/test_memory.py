@@ -133,7 +133,9 @@ def test_tool_and_system_messages_stay_in_the_window_but_not_in_the_log(mem):
 
 
 def test_history_and_memories_stay_within_the_token_limit(mem):
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="s5",
+    # a user of its own: u1's other threads, still open, are recalled too (immediate recall)
+    tell(mem, "u5", "u5-s1", "Hi there!", FACT)
+    memory = RMMMemory.from_defaults(memory=mem, user_id="u5", session_id="s5",
                                      token_limit=400)
     for i in range(60):
         memory.put(ChatMessage(role="user", content=f"note {i} about my sister and her dogs"))
