@@ -67,6 +67,10 @@ class FusionWeights:
     dense: float = 1.0
     turn: float = 0.5
     smoothing: float = 0.25
+    assistant: float = 1.0
+    """Subtracted from memories that only `assistant_speakers` wrote."""
+    assistant_speakers: frozenset[str] = frozenset({"assistant"})
+    """Speaker names (case-folded) of the assistant side of a chat."""
 
 
 @dataclass(slots=True)
@@ -110,6 +114,8 @@ class UserIndex:
         self.units = np.zeros((n, dim), dtype=np.float32)
         self.units[has] = data.vectors[order[self._start[:-1][has]]]
         self._prev, self._next = _neighbours(data.sessions, n)
+        self._speakers = data.speakers
+        self._assistant: tuple[frozenset[str], np.ndarray] | None = None
         self._keys = data.keys
         self._faiss = None  # built on first use: reflection needs only vectors, search
         self._bm25 = None   # only BM25 and the unit matrix
@@ -145,6 +151,16 @@ class UserIndex:
     def rows_of(self, position: int) -> np.ndarray:
         """The vector rows of the memory at `position`: its own first, then its turns'."""
         return self.vectors[self._rows[self._start[position]:self._start[position + 1]]]
+
+    def assistant_only(self, names: frozenset[str]) -> np.ndarray:
+        """Per memory: 1.0 when every speaker of its turns is one of `names`, else 0.0."""
+        if self._assistant is None or self._assistant[0] != names:
+            only = np.zeros(len(self.ids), dtype=np.float32)
+            if names and len(self._speakers) == len(self.ids):
+                only[:] = [bool(s) and all(x.casefold() in names for x in s)
+                           for s in self._speakers]
+            self._assistant = (names, only)
+        return self._assistant[1]
 
     def _turn_rows(self, positions: np.ndarray) -> _TurnRows:
         starts, ends = self._start[positions] + 1, self._start[positions + 1]
@@ -233,6 +249,8 @@ class UserIndex:
             unit = np.zeros(n, dtype=np.float32)  # filled below for the shortlist and pool
             unit[shortlist] = self.units[shortlist] @ query_vec
         lexical_stats = _stats(lexical)
+        assistant = (self.assistant_only(weights.assistant_speakers) if weights.assistant
+                     else np.zeros(n, dtype=np.float32))
 
         def base(positions: np.ndarray) -> np.ndarray:
             return (weights.lexical * _scaled(lexical[positions], lexical_stats)
@@ -241,7 +259,8 @@ class UserIndex:
         if len(shortlist) <= POOL:
             pool = shortlist
         else:  # score turns and neighbours only for the best by the cheap signals
-            best = shortlist[np.argpartition(-base(shortlist), POOL)[:POOL]]
+            cheap = base(shortlist) - weights.assistant * assistant[shortlist]
+            best = shortlist[np.argpartition(-cheap, POOL)[:POOL]]
             pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
             pool = pool[pool >= 0]
             if not exhaustive:
@@ -254,6 +273,7 @@ class UserIndex:
         fused = base(pool) + weights.turn * (turn - mean) / std
         if weights.smoothing:
             fused = _smooth(fused, pool, self._prev, self._next, weights.smoothing)
+        fused -= weights.assistant * _stats(fused)[1] * assistant[pool]
         order = np.argsort(-fused, kind="stable")[:top]
         return Candidates(pool[order], fused[order])
 

@@ -103,6 +103,8 @@ class IndexData:
     owner: np.ndarray
     sessions: list[str] = field(default_factory=list)
     """The (first) session of each memory, in `ids` order: neighbours share one."""
+    speakers: list[list[str]] = field(default_factory=list)
+    """Who wrote each memory's turns, in `ids` order."""
 
 
 class Store(ABC):

@@ -403,8 +403,8 @@ class SQLStore(Store):
     def index_data(self, user_id: str) -> IndexData:
         with self._snapshot() as db:
             row = db.one("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
-            mem_rows = db.all("SELECT id, key, session_ids FROM memories WHERE user_id = ? "
-                              "ORDER BY seq", (user_id,))
+            mem_rows = db.all("SELECT id, key, session_ids, speakers FROM memories "
+                              "WHERE user_id = ? ORDER BY seq", (user_id,))
             vec_rows = db.all("SELECT memory_id, vec FROM memory_vectors WHERE user_id = ? "
                               "ORDER BY memory_id, idx", (user_id,))
         ids = [r[0] for r in mem_rows]
@@ -415,7 +415,7 @@ class SQLStore(Store):
                    else np.zeros((0, 0), dtype=np.float32))
         sessions = [(json.loads(r[2]) or [""])[0] for r in mem_rows]
         return IndexData(row[0] if row else 0, ids, [self._dec(r[1]) for r in mem_rows],
-                         vectors, owner, sessions)
+                         vectors, owner, sessions, [json.loads(r[3]) for r in mem_rows])
 
     def generation(self, user_id: str) -> int:
         rows = self._read("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
