@@ -34,6 +34,15 @@ class MemoryConfig(BaseModel):
                                description="Weight of the best turn-vector cosine (z-scored).")
     neighbour_smoothing: float = Field(
         0.25, ge=0.0, le=1.0, description="Share of the same-session neighbours' scores added.")
+    assistant_weight: float = Field(
+        1.0, ge=0.0, le=100.0,
+        description="Subtracted (in standard deviations of the fused score) from memories "
+                    "that only the assistant wrote: in a user-assistant chat the facts about "
+                    "the user are in the user's own words; the assistant's answers still rank, "
+                    "below the user's words on the same subject.")
+    assistant_speakers: list[str] = Field(
+        ["assistant"], description="Speaker names of the assistant side (case-insensitive); "
+                                   "the adapters log AI messages as 'assistant'.")
     segment_window: int = Field(2, ge=1, le=10, description="Turns each side of a gap.")
     segment_cutoff: float = Field(0.5, ge=-3.0, le=3.0,
                                   description="Gap depth threshold in std above the mean.")

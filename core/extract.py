@@ -9,7 +9,9 @@ from typing import Any, Protocol, runtime_checkable
 from . import prompts
 from .parse import ParseError, as_index, ask, load_json, with_fallback
 from .session import Draft, SessionInput
+from .tokens import tokenize
 from .types import Turn
+from .units import split_text
 
 
 @runtime_checkable
@@ -48,12 +50,17 @@ class LLMExtractor:
 
     Summaries name the speaker and carry dates resolved against the session date. The
     segments are shown to the LLM as topic hints; they are also what the LLM-free
-    `fallback` turns into memories when the LLM fails twice.
+    `fallback` turns into memories when the LLM fails twice. A summary longer than
+    `max_words` (`max_hit_words` less the date prefix) becomes several memories of whole
+    sentences, each with the summary's refs;
+    a summary refers only to cited turns it shares a content word with.
     """
 
-    def __init__(self, llm: Any, fallback: Extractor | None = None) -> None:
+    def __init__(self, llm: Any, fallback: Extractor | None = None, *,
+                 max_words: int = 147) -> None:
         self.llm = llm
         self.fallback = fallback or SegmentExtractor()
+        self.max_words = max_words
 
     def extract(self, session: SessionInput, segments: list[list[int]]) -> list[Draft]:
         speakers = list(dict.fromkeys(t.speaker for t in session.turns))
@@ -61,23 +68,26 @@ class LLMExtractor:
         prompt = prompts.EXTRACT.format(
             no_trait=prompts.NO_TRAIT, speakers=json.dumps(speakers),
             date=date.strftime("%d %B %Y (%A)") if date else "unknown",
-            topics=_topic_hint(segments), turns=prompts.numbered_turns(session.turns))
+            max_words=self.max_words, topics=_topic_hint(segments),
+            turns=prompts.numbered_turns(session.turns))
         return with_fallback(
             "extraction",
             lambda: self._drafts(session, ask(
                 self.llm, prompt, lambda a: parse_topics(a, speakers, len(session.turns)))),
             lambda: self.fallback.extract(session, segments))
 
-    @staticmethod
-    def _drafts(session: SessionInput, topics: list[tuple[str, str, list[int]]]) -> list[Draft]:
+    def _drafts(self, session: SessionInput, topics: list[tuple[str, str, list[int]]]
+                ) -> list[Draft]:
         drafts = []
         for speaker, summary, positions in topics:
-            positions = sorted(set(positions)) or [_anchor(session.turns, speaker, summary)]
+            positions = (_carried(session.turns, sorted(set(positions)), summary)
+                         or [_anchor(session.turns, speaker, summary)])
             turns = [session.turns[p] for p in positions]
-            drafts.append(Draft(text=summary, refs=list(dict.fromkeys(t.id for t in turns)),
-                                speakers=[speaker],
-                                occurred_at=turns[0].timestamp or session.started_at,
-                                attrs={"source": "llm"}, positions=positions))
+            drafts += [Draft(text=text, refs=list(dict.fromkeys(t.id for t in turns)),
+                             speakers=[speaker],
+                             occurred_at=turns[0].timestamp or session.started_at,
+                             attrs={"source": "llm"}, positions=positions)
+                       for text in split_text(summary, self.max_words)]
         return drafts
 
 
@@ -136,6 +146,13 @@ def _topic_hint(segments: list[list[int]]) -> str:
         return ""
     spans = ", ".join(f"{s[0]}-{s[-1]}" for s in segments if s)
     return f"Topic sections (turn ranges): {spans}\n"
+
+
+def _carried(turns: list[Turn], positions: list[int], summary: str) -> list[int]:
+    """The cited positions whose turn shares a content word with the summary."""
+    said, *cited = (set(words) - {""} for words in
+                    tokenize([summary, *(turns[p].text for p in positions)]))
+    return [p for p, words in zip(positions, cited) if said & words]
 
 
 def _anchor(turns: list[Turn], speaker: str, summary: str) -> int:

@@ -69,6 +69,10 @@ class FusionWeights:
     dense: float = 1.0
     turn: float = 0.5
     smoothing: float = 0.25
+    assistant: float = 1.0
+    """Subtracted from memories that only `assistant_speakers` wrote."""
+    assistant_speakers: frozenset[str] = frozenset({"assistant"})
+    """Speaker names (case-folded) of the assistant side of a chat."""
 
 
 @dataclass(slots=True)
@@ -125,19 +129,23 @@ class Scale:
     lexical: tuple[float, float]
     unit: tuple[float, float]
     turn: tuple[float, float]
+    fused: float | None = None
+    """Spread of the fused scores (None: that of the items fused)."""
 
     @classmethod
     def of(cls, lexical: np.ndarray, dense: np.ndarray) -> Scale:
         """The scale of items with no bank to compare with: their own."""
         return cls(_stats(lexical), _stats(dense), _stats(dense))
 
-    def fuse(self, weights: FusionWeights, lexical: np.ndarray, dense: np.ndarray
-             ) -> np.ndarray:
-        """The fused score of items with one vector each (it is their unit and turn vector);
-        no neighbour smoothing."""
-        return (weights.lexical * _scaled(lexical, self.lexical)
-                + weights.dense * _scaled(dense, self.unit)
-                + weights.turn * _scaled(dense, self.turn))
+    def fuse(self, weights: FusionWeights, lexical: np.ndarray, dense: np.ndarray,
+             assistant: np.ndarray) -> np.ndarray:
+        """The fused score of items with one vector each (it is their unit and turn vector),
+        lowered like the bank's for items only the assistant wrote; no neighbour smoothing."""
+        fused = (weights.lexical * _scaled(lexical, self.lexical)
+                 + weights.dense * _scaled(dense, self.unit)
+                 + weights.turn * _scaled(dense, self.turn))
+        spread = self.fused if self.fused is not None else _stats(fused)[1]
+        return fused - weights.assistant * spread * assistant
 
 
 @dataclass(slots=True)
@@ -167,6 +175,8 @@ class UserIndex:
         self.units = np.zeros((n, dim), dtype=np.float32)
         self.units[has] = data.vectors[order[self._start[:-1][has]]]
         self._prev, self._next = _neighbours(data.sessions, n)
+        self._speakers = data.speakers
+        self._assistant: tuple[frozenset[str], np.ndarray] | None = None
         self._keys = data.keys
         self.metadata = data.metadata or [{} for _ in data.ids]
         self.corpus = Corpus(0, 0.0, Counter())
@@ -207,6 +217,16 @@ class UserIndex:
     def rows_of(self, position: int) -> np.ndarray:
         """The vector rows of the memory at `position`: its own first, then its turns'."""
         return self.vectors[self._rows[self._start[position]:self._start[position + 1]]]
+
+    def assistant_only(self, names: frozenset[str]) -> np.ndarray:
+        """Per memory: 1.0 when every speaker of its turns is one of `names`, else 0.0."""
+        if self._assistant is None or self._assistant[0] != names:
+            only = np.zeros(len(self.ids), dtype=np.float32)
+            if names and len(self._speakers) == len(self.ids):
+                only[:] = [bool(s) and all(x.casefold() in names for x in s)
+                           for s in self._speakers]
+            self._assistant = (names, only)
+        return self._assistant[1]
 
     def _turn_rows(self, positions: np.ndarray) -> _TurnRows:
         starts, ends = self._start[positions] + 1, self._start[positions + 1]
@@ -302,6 +322,8 @@ class UserIndex:
             if not len(shortlist):
                 return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         lexical_stats = _stats(lexical)
+        assistant = (self.assistant_only(weights.assistant_speakers) if weights.assistant
+                     else np.zeros(n, dtype=np.float32))
 
         def base(positions: np.ndarray) -> np.ndarray:
             return (weights.lexical * _scaled(lexical[positions], lexical_stats)
@@ -310,7 +332,8 @@ class UserIndex:
         if len(shortlist) <= POOL:
             pool = shortlist
         else:  # score turns and neighbours only for the best by the cheap signals
-            best = shortlist[np.argpartition(-base(shortlist), POOL)[:POOL]]
+            cheap = base(shortlist) - weights.assistant * assistant[shortlist]
+            best = shortlist[np.argpartition(-cheap, POOL)[:POOL]]
             pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
             pool = pool[pool >= 0]
             if subset is not None:  # a neighbour outside the filter is not a candidate
@@ -325,9 +348,11 @@ class UserIndex:
         fused = base(pool) + weights.turn * (turn - mean) / std
         if weights.smoothing:
             fused = _smooth(fused, pool, self._prev, self._next, weights.smoothing)
+        spread = _stats(fused)[1]
+        fused -= weights.assistant * spread * assistant[pool]
         order = np.argsort(-fused, kind="stable")[:top]
         return Candidates(pool[order], fused[order],
-                          Scale(lexical_stats, unit_stats, (mean, std)))
+                          Scale(lexical_stats, unit_stats, (mean, std), spread))
 
 
 def _mask(n: int, positions: np.ndarray) -> np.ndarray:

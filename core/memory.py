@@ -78,8 +78,10 @@ class ReflectiveMemory:
         self.embedder = embedder or default_embedder(self.config.embedding_model)
         self.pipeline = pipeline or default_pipeline(self.config, self.llm)
         self._stemmer = english_stemmer()
-        self._weights = FusionWeights(self.config.lexical_weight, self.config.dense_weight,
-                                      self.config.turn_weight, self.config.neighbour_smoothing)
+        self._weights = FusionWeights(
+            self.config.lexical_weight, self.config.dense_weight, self.config.turn_weight,
+            self.config.neighbour_smoothing, self.config.assistant_weight,
+            frozenset(s.casefold() for s in self.config.assistant_speakers))
         self._indexes: OrderedDict[str, UserIndex] = OrderedDict()
         self._index_lock = threading.Lock()
         self._reflector = Reflector(store, self.embedder, self.pipeline, self._index,

@@ -48,7 +48,7 @@ STAGES: dict[str, dict[str, Factory]] = {
     },
     "extraction": {
         "segment": lambda c, llm: SegmentExtractor(),
-        "llm": lambda c, llm: LLMExtractor(llm, SegmentExtractor()),
+        "llm": lambda c, llm: LLMExtractor(llm, SegmentExtractor(), max_words=unit_words(c)),
     },
     "compression": {
         "filler": lambda c, llm: FillerCompressor(),
@@ -57,7 +57,7 @@ STAGES: dict[str, dict[str, Factory]] = {
     },
     "reconciliation": {
         "threshold": lambda c, llm: _threshold(c),
-        "llm": lambda c, llm: LLMReconciler(llm, _threshold(c)),
+        "llm": lambda c, llm: LLMReconciler(llm, _threshold(c), max_words=unit_words(c)),
     },
 }
 """Stage -> implementation name -> factory(config, metered llm or None)."""

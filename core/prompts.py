@@ -17,7 +17,8 @@ opinions and feelings. Put closely related details into one topic memory; make a
 memory for each distinct topic.
 
 Rules:
-- Write each memory as one or two plain sentences that begin with the speaker's name.
+- Write each memory as one or two plain sentences that begin with the speaker's name, at
+  most {max_words} words.
 - Turn relative time words ("yesterday", "last week", "next month") into calendar dates
   counted from the session date. If the session date is unknown, keep the words as they are.
 - "reference" lists the numbers (in square brackets) of the turns the memory comes from.
@@ -38,8 +39,8 @@ Each NEW memory below comes from the latest session and is followed by the STORE
 of the bank most similar to it. For each new memory choose one action:
 - Add() when it tells something its stored memories do not already hold;
 - Merge(i, merged summary) when it is about the same person and topic as stored memory [i].
-  Write one summary that combines both and keeps every name, number and date; when they
-  conflict, state the newer information and note the change.
+  Write one summary of at most {max_words} words that combines both and keeps every name,
+  number and date; when they conflict, state the newer information and note the change.
 
 {new}
 

@@ -75,7 +75,9 @@ class OpenTurns:
         dense = np.stack([p.vector for p in flat]) @ query_vec
         query_tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
         lexical = (corpus or Corpus.of(docs)).scores(query_tokens, docs)
-        fused = (scale or Scale.of(lexical, dense)).fuse(weights, lexical, dense)
+        assistant = np.repeat([t.speaker.casefold() in weights.assistant_speakers
+                               for t, _ in turns], counts).astype(np.float32)
+        fused = (scale or Scale.of(lexical, dense)).fuse(weights, lexical, dense, assistant)
         starts = np.cumsum(counts) - counts
         best_score = np.maximum.reduceat(fused, starts)
         out: list[Provisional] = []

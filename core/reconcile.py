@@ -72,13 +72,15 @@ class LLMReconciler:
     A new memory without such candidates (similarity below `min_similarity`, or about
     other speakers) is added without asking; no call is made when none has any. A new
     memory the answer skips is added; two merges into one stored memory keep both
-    merged summaries.
+    merged summaries. A merge whose text would pass `max_words` is an Add instead, so
+    every memory still fits a hit and nothing is lost.
     """
 
     def __init__(self, llm: Any, fallback: Reconciler | None = None, *,
-                 min_similarity: float = 0.3) -> None:
+                 min_similarity: float = 0.3, max_words: int = 147) -> None:
         self.llm, self.min_similarity = llm, min_similarity
-        self.fallback = fallback or ThresholdReconciler()
+        self.fallback = fallback or ThresholdReconciler(max_words=max_words)
+        self.max_words = max_words
 
     def reconcile(self, drafts: Sequence[Draft],
                   neighbours: Sequence[Sequence[tuple[Memory, float]]]) -> list[Decision]:
@@ -90,7 +92,7 @@ class LLMReconciler:
         stored = list({m.id: m for i in asked for m in candidates[i]}.values())
         number = {m.id: k for k, m in enumerate(stored)}
         allowed = [{number[m.id] for m in candidates[i]} for i in asked]
-        prompt = prompts.RECONCILE.format(new="\n\n".join(
+        prompt = prompts.RECONCILE.format(max_words=self.max_words, new="\n\n".join(
             f"N{k + 1}: {drafts[i].text}\n  stored memories:\n"
             + "\n".join(f"    [{number[m.id]}] {m.text}" for m in candidates[i])
             for k, i in enumerate(asked)))
@@ -101,7 +103,8 @@ class LLMReconciler:
             lambda: None)
         if actions is None:
             return self.fallback.reconcile(drafts, neighbours)
-        return _decisions(len(drafts), {asked[k]: a for k, a in actions.items()}, stored)
+        return _decisions(len(drafts), {asked[k]: a for k, a in actions.items()}, stored,
+                          self.max_words)
 
 
 _ACTION = re.compile(r"^\W*N?\s*(\d+)\s*\W*\s*(add|merge)\s*\((.*)$", re.I)
@@ -146,13 +149,18 @@ def parse_actions(answer: str, n_new: int, n_stored: int,
 
 
 def _decisions(n: int, actions: dict[int, tuple[int, str] | None],
-               stored: list[Memory]) -> list[Decision]:
+               stored: list[Memory], max_words: int) -> list[Decision]:
     merged: dict[str, list[str]] = {}
-    for action in actions.values():
-        if action is not None:
-            texts = merged.setdefault(stored[action[0]].id, [])
-            if action[1] not in texts:
-                texts.append(action[1])
+    for i, action in list(actions.items()):
+        if action is None:
+            continue
+        texts = merged.setdefault(stored[action[0]].id, [])
+        if action[1] in texts:
+            continue
+        if len(" ".join([*texts, action[1]]).split()) > max_words:
+            actions[i] = None  # too long to be one hit: kept as a memory of its own
+        else:
+            texts.append(action[1])
     out = []
     for i in range(n):
         action = actions.get(i)

@@ -27,11 +27,19 @@ def passages(turn: Turn, max_words: int) -> list[Turn]:
     size, each a `Turn` with the turn's id, speaker and timestamp."""
     if words(turn) <= max_words:
         return [turn]
-    budget = max(1, max_words - len(turn.speaker.split()) - 1)
-    total = len(turn.text.split())
-    target = math.ceil(total / math.ceil(total / budget))
     return [replace(turn, text=text)
-            for text in _pack(_sentences(turn.text, budget), target, budget)]
+            for text in split_text(turn.text, max(1, max_words - len(turn.speaker.split()) - 1))]
+
+
+def split_text(text: str, max_words: int) -> list[str]:
+    """`text` as it is when it has at most `max_words` words, else as consecutive pieces of
+    whole sentences of about equal size, none over `max_words` (a longer sentence is cut
+    between words)."""
+    total = len(text.split())
+    if total <= max_words:
+        return [text]
+    target = math.ceil(total / math.ceil(total / max_words))
+    return _pack(_sentences(text, max_words), target, max_words)
 
 
 def fit(split: list[list[Turn]], segments: list[list[int]], max_words: int) -> list[list[int]]:

@@ -418,3 +418,47 @@ def test_respond_counts_its_llm_call_and_types_a_failure(tmp_path, embedder):
     with pytest.raises(LLMError, match="ConnectionError: connection reset"):
         mem.respond("Who is Rex?", user_id="u")
     mem.close()
+
+
+# LLM memories fit a hit (max_hit_words) and cite only turns they carry -----------------------
+def test_long_llm_summary_becomes_memories_that_fit_a_hit(tmp_path, embedder):
+    sentence = "Ann adopted a beagle named Rex who loves long walks in the park near her flat."
+    summary = " ".join([sentence] * 12)  # 12 x 16 = 192 words
+    llm = ScriptedLLM(segment=['[{"start": 0, "end": 3}]'],
+                      extract=[json.dumps({"Ann": [{"summary": summary, "reference": [0, 2]}],
+                                           "Bob": "NO_TRAIT"})])
+    mem = _open(tmp_path, embedder, llm, max_hit_words=60)
+    memories = mem.add_session(SESSION_1, user_id="u", session_id="s1",
+                               started_at=datetime(2023, 5, 8))
+    assert "most 57 words" in llm.prompts[1][1]
+    assert len(memories) == 4 and all(len(m.text.split()) <= 57 for m in memories)
+    assert " ".join(m.text for m in memories) == summary  # split at sentences, nothing lost
+    assert all(m.refs == ["s1:0", "s1:2"] for m in memories)
+    hits = mem.search("Rex the beagle", user_id="u", k=4)
+    assert all(len(h.text.split()) <= 60 for h in hits)
+    mem.close()
+
+
+def test_llm_memory_refers_only_to_cited_turns_it_carries(tmp_path, embedder):
+    extract = json.dumps({"Ann": [{"summary": "Ann adopted a beagle named Rex.",
+                                   "reference": [0, 1, 3]}], "Bob": "NO_TRAIT"})
+    llm = ScriptedLLM(segment=['[{"start": 0, "end": 3}]'], extract=[extract])
+    mem = _open(tmp_path, embedder, llm)
+    (memory,) = mem.add_session(SESSION_1, user_id="u", session_id="s1")
+    assert memory.refs == ["s1:0"]  # turns 1 and 3 share no content word with it
+    mem.close()
+
+
+def test_llm_merge_too_long_for_a_hit_adds_instead(tmp_path, embedder):
+    long_merge = " ".join(["Ann's beagle Rex loves the park and learned to sit."] * 8)
+    llm = ScriptedLLM(segment=['[{"start": 0, "end": 2}, {"start": 3, "end": 3}]'],
+                      extract=[EXTRACT_1, EXTRACT_2],
+                      reconcile=[f"N1: Merge(0, {long_merge})"])
+    mem = _open(tmp_path, embedder, llm, max_hit_words=40)
+    mem.add_session(SESSION_1, user_id="u", session_id="s1")
+    (added,) = mem.add_session(SESSION_2, user_id="u", session_id="s2")
+    assert "most 37 words" in llm.prompts[-1][1]
+    assert added.text == "Ann's beagle Rex learned to sit." and added.refs == ["s2:0"]
+    assert len(mem.memories(user_id="u")) == 3  # nothing merged, nothing lost
+    assert all(len(m.text.split()) <= 37 for m in mem.memories(user_id="u"))
+    mem.close()

@@ -113,3 +113,24 @@ def test_a_merge_that_would_pass_the_budget_adds_instead(open_memory):
     roomy.add_session(session, user_id="bo")
     roomy.add_session(session, user_id="bo")
     assert len(roomy.memories(user_id="bo")) == 1  # it fits: merged as before
+
+
+@pytest.mark.backends
+def test_the_users_own_words_rank_above_the_assistants_answer_on_the_same_subject(open_memory):
+    """In a user-assistant chat the facts about the user are in the user's words; the
+    assistant's answer repeating them still ranks, just below (assistant_weight)."""
+    answer = " ".join(["Your first sprint ends on March 29, so the first sprint's login work "
+                       "must be done before the first sprint ends on March 29."] * 8)
+    session = [Turn("user", "My first sprint ends on March 29 and covers login.", id="u1"),
+               Turn("assistant", answer, id="a1"),
+               Turn("user", "Also, I deploy the app on Render.", id="u2")]
+    query = "When does my first sprint end?"
+    plain = open_memory(assistant_weight=0.0)
+    plain.add_session(session, user_id="craig")
+    assert plain.search(query, user_id="craig", k=1)[0].refs == ["a1"]
+    mem = open_memory()
+    hits = mem.search(query, user_id="craig", k=10)
+    assert hits[0].refs == ["u1"]
+    assert "a1" in {r for h in hits for r in h.refs}  # ranked lower, not dropped
+    named = open_memory(assistant_speakers=["bot"])  # another name: no prior for "assistant"
+    assert named.search(query, user_id="craig", k=1)[0].refs == ["a1"]

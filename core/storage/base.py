@@ -107,6 +107,8 @@ class IndexData:
     """The (first) session of each memory, in `ids` order: neighbours share one."""
     metadata: list[dict[str, Any]] = field(default_factory=list)
     """Each memory's metadata, in `ids` order (what search filters match)."""
+    speakers: list[list[str]] = field(default_factory=list)
+    """Who wrote each memory's turns, in `ids` order."""
 
 
 class Store(ABC):

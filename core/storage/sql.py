@@ -471,7 +471,7 @@ class SQLStore(Store):
     def index_data(self, user_id: str) -> IndexData:
         with self._snapshot() as db:
             row = db.one("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
-            mem_rows = db.all("SELECT id, key, session_ids, metadata FROM memories "
+            mem_rows = db.all("SELECT id, key, session_ids, metadata, speakers FROM memories "
                               "WHERE user_id = ? ORDER BY seq", (user_id,))
             vec_rows = db.all("SELECT memory_id, vec FROM memory_vectors WHERE user_id = ? "
                               "ORDER BY memory_id, idx", (user_id,))
@@ -484,7 +484,8 @@ class SQLStore(Store):
         # a memory of no session (an added fact) is nobody's neighbour: its own id stands in
         sessions = [(json.loads(r[2]) or [r[0]])[0] for r in mem_rows]
         return IndexData(row[0] if row else 0, ids, [self._dec(r[1]) for r in mem_rows],
-                         vectors, owner, sessions, [json.loads(r[3]) for r in mem_rows])
+                         vectors, owner, sessions, metadata=[json.loads(r[3]) for r in mem_rows],
+                         speakers=[json.loads(r[4]) for r in mem_rows])
 
     def generation(self, user_id: str) -> int:
         rows = self._read("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
