@@ -134,3 +134,16 @@ def test_the_users_own_words_rank_above_the_assistants_answer_on_the_same_subjec
     assert "a1" in {r for h in hits for r in h.refs}  # ranked lower, not dropped
     named = open_memory(assistant_speakers=["bot"])  # another name: no prior for "assistant"
     assert named.search(query, user_id="craig", k=1)[0].refs == ["a1"]
+
+
+def test_the_assistant_prior_holds_for_turns_of_an_open_session(open_memory):
+    """Turns not yet reflected (provisional hits) are lowered like the assistant's memories."""
+    answer = " ".join(["Your first sprint ends on March 29, so the first sprint's login work "
+                       "must be done before the first sprint ends on March 29."] * 8)
+    mem = open_memory(assistant_weight=3.0)
+    mem.append([Turn("user", "Login is what I work on until March 29.", id="u1"),
+                Turn("assistant", answer, id="a1")], user_id="craig", session_id="s1")
+    hits = mem.search("When does my first sprint end?", user_id="craig", k=5)
+    assert [h.refs for h in hits[:2]] == [["u1"], ["a1"]]
+    plain = open_memory(assistant_weight=0.0)
+    assert plain.search("When does my first sprint end?", user_id="craig", k=1)[0].refs == ["a1"]
