@@ -11,6 +11,10 @@ class InvalidInputError(RMMError, ValueError):
     """An argument has the wrong type or value; nothing was written."""
 
 
+class DuplicateTurnError(InvalidInputError):
+    """A turn id is already stored for this user; nothing was written."""
+
+
 class StorageError(RMMError):
     """The store could not be opened, read or written (corrupt file, unreachable server)."""
 

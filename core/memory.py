@@ -19,7 +19,7 @@ from .compress import Compressor
 from .config import MemoryConfig, unit_words
 from .context import hit_text
 from .embed import Embedder, default_embedder
-from .errors import FeedbackError, InvalidInputError, RMMError
+from .errors import DuplicateTurnError, FeedbackError, InvalidInputError, RMMError
 from .extract import Extractor
 from .index import FusionWeights, UserIndex, english_stemmer
 from .llm import MeteredLLM, metered, usage_scope
@@ -28,6 +28,7 @@ from .reconcile import Reconciler
 from .reflect import Pipeline, Reflector
 from .rerank import LearnedReranker
 from .scm import Recall, SCMController
+from .score import relevance, scored
 from .segment import Segmenter
 from .storage import open_store
 from .storage.base import SessionState, Store
@@ -168,11 +169,20 @@ class ReflectiveMemory:
     def add_session(self, turns: Sequence[TurnLike], *, user_id: str,
                     session_id: str | None = None,
                     started_at: datetime | str | float | None = None) -> list[Memory]:
-        """Append a whole session and reflect it; returns the memories added or merged."""
+        """Append a whole session and reflect it; returns the memories added or merged.
+
+        Adding again turns that are all stored already, with the same ids, speakers and texts,
+        is a no-op returning `[]` (a script run twice); a reused id with other words raises.
+        """
         if not isinstance(turns, Sequence) or isinstance(turns, (str, bytes)) or not turns:
             raise InvalidInputError("add_session needs a non-empty list of turns")
         session_id = session_id if session_id is not None else uuid.uuid4().hex
-        self.append(turns, user_id=user_id, session_id=session_id, started_at=started_at)
+        try:
+            self.append(turns, user_id=user_id, session_id=session_id, started_at=started_at)
+        except DuplicateTurnError:
+            if _all_stored(self.store, user_id, _coerce_turns(turns)):
+                return []
+            raise
         return self.end_session(user_id=user_id, session_id=session_id)
 
     def add_sessions(self, sessions: Iterable[Mapping[str, Any]], *, user_id: str,
@@ -225,8 +235,12 @@ class ReflectiveMemory:
 
     # read path ------------------------------------------------------------------------------
     def search(self, query: str, *, user_id: str, k: int = 5,
-               follow_links: bool = False, explore: bool = False) -> SearchResult:
+               follow_links: bool = False, explore: bool = False,
+               min_score: float | None = None) -> SearchResult:
         """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`.
+
+        A hit's `score` is its relevance in [0, 1] (see `rmm_core.score`); `min_score` drops
+        the hits below it, so fewer than `k` (or none) may come back.
 
         `follow_links` (A-MEM, needs `notes=True`) puts each hit's linked memories right
         after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise,
@@ -236,6 +250,9 @@ class ReflectiveMemory:
         query = check_query(query, self.config.max_query_chars)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        if min_score is not None and (isinstance(min_score, bool) or not isinstance(
+                min_score, (int, float)) or not 0.0 <= min_score <= 1.0):
+            raise InvalidInputError(f"min_score must be a number in [0, 1], got {min_score!r}")
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
         index = self._index(user_id)
         if not query.strip() or not len(index):
@@ -254,9 +271,9 @@ class ReflectiveMemory:
             candidates.append(MemoryHit(m, float(score), hit_text(
                 m, dates=self.config.context_dates), rank))
         result.candidates = candidates
-        result.hits, ranking = self._reranker.rerank(
-            user_id, query_vec, candidates, [index.rows_of(p) for p, _ in found_now], k,
-            explore=explore)
+        rows = [index.rows_of(p) for p, _ in found_now]
+        result.hits, ranking = self._reranker.rerank(user_id, query_vec, candidates, rows, k,
+                                                     explore=explore)
         if follow_links:
             from .notes import follow_links as with_links
 
@@ -266,6 +283,8 @@ class ReflectiveMemory:
                                                       if c.memory.id not in top)],
                 query_vec, k=k, per_hit=self.config.note_follow,
                 text_of=lambda m: hit_text(m, dates=self.config.context_dates))
+        result.hits = scored(result.hits, {c.memory.id: relevance(query_vec, r)
+                                           for c, r in zip(candidates, rows)}, min_score)
         result.state = {"query_vec": query_vec, "ranking": ranking}
         return result
 
@@ -441,6 +460,13 @@ def default_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:
     """The write path the config asks for: LLM-free (TextTiling segments, raw-turn memories,
     filler-free keys) without an LLM, the papers' LLM stages with one (`pipeline.STAGES`)."""
     return build_pipeline(config, llm)
+
+
+def _all_stored(store: Store, user_id: str, turns: list[Turn]) -> bool:
+    """Whether every turn has an id already stored for the user with the same words."""
+    stored = {t.id: t for t in store.turns(user_id)}
+    return all(t.id in stored and (stored[t.id].speaker, stored[t.id].text) == (t.speaker, t.text)
+               for t in turns)
 
 
 def _coerce_turns(turns: Sequence[TurnLike] | TurnLike) -> list[Turn]:
