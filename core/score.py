@@ -28,8 +28,7 @@ def scored(hits: Sequence[MemoryHit], relevance_of: dict[str, float],
            min_score: float | None = None) -> list[MemoryHit]:
     """The hits in the same order with their relevance as score; those below `min_score`
     dropped."""
-    out = [MemoryHit(h.memory, relevance_of.get(h.memory.id, float(np.clip(h.score, 0.0, 1.0))),
-                     h.text, h.rank) for h in hits]  # a linked hit's score is already a cosine
-    if min_score is not None:
-        out = [h for h in out if h.score >= min_score]
-    return [MemoryHit(h.memory, h.score, h.text, rank) for rank, h in enumerate(out)]
+    # a linked hit (A-MEM) is no candidate: its score is already its cosine
+    scores = [relevance_of.get(h.memory.id, float(np.clip(h.score, 0.0, 1.0))) for h in hits]
+    kept = [(h, s) for h, s in zip(hits, scores) if min_score is None or s >= min_score]
+    return [MemoryHit(h.memory, s, h.text, rank) for rank, (h, s) in enumerate(kept)]
