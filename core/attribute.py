@@ -36,7 +36,7 @@ _NO_CITE = re.compile(r"\[\s*no[\s_-]?cite\s*\]", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class CitedAnswer:
     """An answer, the hits it cited, and the search it came from (raw keeps the markers)."""
 
@@ -48,6 +48,11 @@ class CitedAnswer:
     @property
     def cited_ids(self) -> list[str]:
         return [hit.memory.id for hit in self.cited]
+
+    def __repr__(self) -> str:  # the answer and what it cited, not every memory's history
+        answer = self.answer if len(self.answer) <= 200 else self.answer[:199] + "…"
+        return (f"CitedAnswer(answer={answer!r}, cited={self.cited_ids!r}, "
+                f"hits={len(self.result.hits)})")
 
     @property
     def memories(self) -> list[Memory]:

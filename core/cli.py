@@ -12,6 +12,7 @@ from typing import Any
 
 from .commands import EXIT_CODES, add_commands, add_db_argument
 from .commands import run as run_command
+from .progress import ENV
 
 BENCHES = {
     "retrieval": ("rmm_core.bench.retrieval", "retrieval quality against fixed-unit baselines "
@@ -48,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Run `rmm COMMAND --help` for an example of each.\n\n{EXIT_CODES}",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_db_argument(parser)
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (also: RMM_PROGRESS=0; default: on a terminal)")
     commands = parser.add_subparsers(dest="command", required=True)
     add_commands(commands)
     bench = commands.add_parser("bench", help="run a benchmark and print its figures")
@@ -64,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     args = build_parser().parse_args(argv)
+    if args.no_progress:
+        os.environ[ENV] = "0"
     if hasattr(args, "_command"):
         return run_command(args)
     return int(importlib.import_module(args._module).run(args) or 0)

@@ -1,9 +1,11 @@
-"""`rmm inspect | search | export | import | forget | stats`: the operators' commands.
+"""`rmm users | inspect | search | reflect | export | import | forget | stats`: the
+operators' commands.
 
 Each command opens the store named by `--db` (default `$RMM_DB`, else the embedded default
 file), does one thing and exits with a code scripts can rely on (`EXIT_CODES`). Only
-`search` loads the embedding model; the others read or write the store directly. No command
-reflects pending sessions: that needs the application's pipeline (its LLM and settings).
+`search` and `reflect` load the embedding model; the others read or write the store
+directly. Only `reflect` reflects pending sessions, with the pipeline its options describe
+(LLM-free unless `--llm-url` is given): give it the settings your application uses.
 """
 
 from __future__ import annotations
@@ -12,25 +14,28 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import InvalidInputError, RMMError, StorageError
+from .progress import progress
 from .storage import default_location, open_store
 from .storage.base import Store
 from .storage.redact import redact
 from .transfer import export_records, import_records
 from .types import Memory
 
-OK, REFUSED, USAGE, NO_DATABASE, UNKNOWN_USER, BAD_DATA = 0, 1, 2, 3, 4, 5
+OK, REFUSED, USAGE, NO_DATABASE, UNKNOWN_USER, BAD_DATA, NOT_REFLECTED = 0, 1, 2, 3, 4, 5, 6
 EXIT_CODES = """exit codes:
   0  done
   1  refused or aborted (forget not confirmed)
   2  usage error (bad or missing arguments)
   3  database missing, unreadable or unreachable, or a bad URL
-  4  unknown user
-  5  bad import data"""
+  4  unknown user (or unknown memory id)
+  5  bad import data
+  6  some sessions failed to reflect (their turns are kept; retried later)"""
 
 
 class CommandError(Exception):
@@ -42,10 +47,18 @@ class CommandError(Exception):
 
 
 COMMANDS: dict[str, tuple[str, str]] = {
+    "users": ("every user with their sessions, turns and memories",
+              "rmm users\n  rmm users --json"),
     "inspect": ("a user's memories with their source turns and version history",
-                "rmm inspect --user alice\n  rmm inspect --user alice --json | jq .text"),
+                "rmm inspect --user alice --limit 10\n  rmm inspect --user alice --memory ID\n"
+                "  rmm inspect --user alice --json | jq .text"),
     "search": ("search a user's memories: hits with scores and source turn ids",
                'rmm search --user alice "when did I adopt the dog?" --k 3'),
+    "reflect": ("reflect the sessions waiting for it (ended, or idle past "
+                "session_idle_timeout) into memories",
+                "rmm reflect                       (every user, LLM-free pipeline)\n"
+                "  rmm reflect --user alice --open  (her open sessions too)\n"
+                "  rmm reflect --set max_hit_words=200 --llm-url http://127.0.0.1:8080/v1"),
     "export": ("a user's sessions, turns and memories as JSON lines (with vectors)",
                "rmm export --user alice --out alice.jsonl"),
     "import": ("restore an export into a database, as is (no model, no LLM needed)",
@@ -79,10 +92,25 @@ def add_commands(commands: Any) -> None:
         sub.set_defaults(_command=name)
         if name in ("inspect", "search", "export", "forget"):
             sub.add_argument("--user", required=True, help="the user id")
-        if name in ("inspect", "stats", "search"):
+        if name in ("inspect", "stats", "search", "users"):
             sub.add_argument("--json", action="store_true", help="JSON lines for machines")
-        if name == "stats":
+        if name in ("stats", "reflect"):
             sub.add_argument("--user", default=None, help="only this user")
+        if name == "inspect":
+            sub.add_argument("--limit", type=int, default=None, metavar="N",
+                             help="show the first N memories only")
+            sub.add_argument("--memory", default=None, metavar="ID", help="show this memory only")
+        if name == "reflect":
+            sub.add_argument("--open", action="store_true",
+                             help="reflect open sessions too, however recent their last turn")
+            sub.add_argument("--retry-failed", action="store_true",
+                             help="retry sessions that failed reflection_max_attempts times")
+            sub.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                             help="MemoryConfig setting of your application (repeatable)")
+            sub.add_argument("--llm-url", default=None, metavar="URL",
+                             help="OpenAI-compatible API root for the LLM stages (key: "
+                                  "$OPENAI_API_KEY); default: the LLM-free pipeline")
+            sub.add_argument("--llm-model", default="default", help="model sent to --llm-url")
         if name == "search":
             sub.add_argument("query", help="what to look for")
             sub.add_argument("--k", type=int, default=5, help="hits to show (default 5)")
@@ -141,10 +169,40 @@ def _known(store: Store, user_id: str) -> str:
     return user_id
 
 
+def _users(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    users = store.users()
+    for user in users:
+        counts = store.counts(user)
+        backlog = store.reflection_counts(user)
+        row = {"user_id": user, "sessions": counts["sessions"], "turns": counts["turns"],
+               "memories": counts["memories"], "sessions_waiting": backlog["waiting"],
+               "sessions_failed": backlog["failed"]}
+        if args.json:
+            out.write(json.dumps(row) + "\n")
+        else:
+            out.write(f"{user}  {row['sessions']} sessions, {row['turns']} turns, "
+                      f"{row['memories']} memories, {row['sessions_waiting']} waiting, "
+                      f"{row['sessions_failed']} failed\n")
+    if not args.json:
+        out.write(f"{len(users)} users\n")
+    return OK
+
+
 def _inspect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     user = _known(store, args.user)
-    turns = {t.id: t for t in store.turns(user)}
-    memories = store.memories(user)
+    if args.limit is not None and args.limit < 1:
+        raise CommandError("--limit must be at least 1", USAGE)
+    if args.memory is not None:
+        memories = store.memories(user, [args.memory])
+        if not memories:
+            raise CommandError(f"no memory {args.memory!r} for user {user!r}", UNKNOWN_USER)
+        total = 1
+    else:
+        memories = store.memories(user)
+        total = len(memories)
+        memories = memories[:args.limit]
+    wanted = {r for m in memories for r in m.refs}
+    turns = {t.id: t for t in store.turns(user) if t.id in wanted}
     for n, m in enumerate(memories, start=1):
         if args.json:
             out.write(json.dumps({
@@ -166,22 +224,22 @@ def _inspect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         for v in m.versions:
             out.write(f"      v{v.version} {v.reason} {_iso(v.at)}: {_short(v.text, 120)}\n")
     if not args.json:
-        out.write(f"{len(memories)} memories of {user}\n")
+        shown = f"{len(memories)} of {total}" if len(memories) < total else f"{total}"
+        out.write(f"{shown} memories of {user}\n")
     return OK
 
 
-def _reader(store: Store, embedding_model: str | None) -> Any:
-    """A memory that searches without reflecting pending sessions (the constructor's crash
-    recovery): the default LLM-free pipeline would write memories the application's would not.
-    Built here, not at import, so that `rmm --help` and the other commands load no model."""
-    from .config import MemoryConfig
+def _reader(store: Store, config: Any = None, llm: Any = None) -> Any:
+    """A memory that opens without reflecting pending sessions (the constructor's crash
+    recovery): `search` must not write, `reflect` chooses which sessions itself. Built here,
+    not at import, so that `rmm --help` and the other commands load no model."""
     from .memory import ReflectiveMemory
 
     class Reader(ReflectiveMemory):
         def reflect_pending(self, *, all_open: bool = False) -> list[Memory]:
             return []
 
-    return Reader(store, config=MemoryConfig(embedding_model=embedding_model))
+    return Reader(store, config=config, llm=llm)
 
 
 def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
@@ -189,7 +247,9 @@ def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     if args.k < 1:
         raise CommandError("--k must be at least 1", USAGE)
     try:
-        mem = _reader(store, args.embedding_model)
+        from .config import MemoryConfig
+
+        mem = _reader(store, MemoryConfig(embedding_model=args.embedding_model))
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
     try:
@@ -208,9 +268,59 @@ def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     return OK
 
 
+def _reflect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    from pydantic import ValidationError
+
+    from .config import MemoryConfig
+
+    users = [_known(store, args.user)] if args.user else store.users()
+    try:
+        config = MemoryConfig(**dict(_setting(s) for s in args.set))
+    except ValidationError as exc:
+        raise CommandError(f"bad --set: {exc}", USAGE) from exc
+    llm = None
+    if args.llm_url:
+        from .llm import OpenAICompatibleLLM
+
+        llm = OpenAICompatibleLLM(args.llm_url, args.llm_model,
+                                  api_key=os.environ.get("OPENAI_API_KEY"))
+    try:
+        mem = _reader(store, config, llm)
+    except (RMMError, OSError) as exc:
+        raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
+    timeout = config.session_idle_timeout
+    idle_before = float("inf") if args.open else (time.time() - timeout if timeout else None)
+    limit = None if args.retry_failed else config.reflection_max_attempts
+    waiting = [s for u in users
+               for s in store.pending_sessions(idle_before, u, max_failures=limit)]
+    memories, failed = 0, []
+    for state in progress(waiting, desc="reflecting", unit="session"):
+        try:
+            memories += len(mem.end_session(user_id=state.user_id, session_id=state.session_id))
+        except RMMError as exc:  # recorded on the session; the others go on
+            failed.append(f"{state.user_id}/{state.session_id}: {exc}")
+    out.write(f"reflected {len(waiting) - len(failed)} of {len(waiting)} sessions: "
+              f"{memories} memories added or merged\n")
+    for line in failed:
+        print(f"rmm reflect: failed {' '.join(line.split())}", file=sys.stderr)
+    return NOT_REFLECTED if failed else OK
+
+
+def _setting(text: str) -> tuple[str, Any]:
+    """`FIELD=VALUE` with a JSON value (`max_hit_words=200`, `notes=true`) or a plain string."""
+    field, sep, value = text.partition("=")
+    if not sep or not field:
+        raise CommandError(f"--set needs FIELD=VALUE, got {text!r}", USAGE)
+    try:
+        return field, json.loads(value)
+    except json.JSONDecodeError:
+        return field, value
+
+
 def _export(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     user = _known(store, args.user)
-    lines = (json.dumps(r, ensure_ascii=False) + "\n" for r in export_records(store, user))
+    records = progress(export_records(store, user), desc="exporting", unit="record")
+    lines = (json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     if args.out == "-":
         out.writelines(lines)
     else:
@@ -277,13 +387,13 @@ def _stats(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
 
 HANDLERS: dict[str, Callable[[Store, argparse.Namespace, TextIO], int]] = {
-    "inspect": _inspect, "search": _search, "export": _export, "import": _import,
-    "forget": _forget, "stats": _stats,
+    "users": _users, "inspect": _inspect, "search": _search, "reflect": _reflect,
+    "export": _export, "import": _import, "forget": _forget, "stats": _stats,
 }
 
 
 def _records(lines: TextIO) -> Iterator[dict[str, Any]]:
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(progress(lines, desc="reading", unit="line"), start=1):
         if line.strip():
             try:
                 record = json.loads(line)

@@ -46,8 +46,8 @@ class MemoryConfig(BaseModel):
     segment_window: int = Field(2, ge=1, le=10, description="Turns each side of a gap.")
     segment_cutoff: float = Field(0.5, ge=-3.0, le=3.0,
                                   description="Gap depth threshold in std above the mean.")
-    segment_min_turns: int = Field(2, ge=1, le=50)
-    segment_max_turns: int = Field(8, ge=1, le=200)
+    segment_min_turns: int = Field(2, ge=1, le=50, description="Fewest turns of a segment.")
+    segment_max_turns: int = Field(8, ge=1, le=200, description="Most turns of a segment.")
     turn_vectors: bool = Field(True, description="Index every turn's vector, not only the key's.")
     memory_vector: Literal["text", "turns_mean"] = Field(
         "turns_mean", description="A raw-turn memory's own vector: its text encoded, or the "
@@ -75,7 +75,8 @@ class MemoryConfig(BaseModel):
         "NORMAL", description="SQLite durability: NORMAL survives a process crash, FULL a "
                               "power loss too (slower commits). PostgreSQL: the server's own.")
     progress: bool | None = Field(None, description="tqdm bars for bulk ingest; None = on a TTY.")
-    reranker_scope: Literal["global", "user"] = "global"
+    reranker_scope: Literal["global", "user"] = Field(
+        "global", description="One reranker learnt from every user's feedback, or one per user.")
     reranker_learning_rate: float = Field(1e-3, gt=0, le=1.0, description="REINFORCE step size.")
     reranker_baseline: float = Field(0.5, ge=-1.0, le=1.0, description="REINFORCE baseline b.")
     reranker_temperature: float = Field(0.5, gt=0, le=100.0,
@@ -83,7 +84,8 @@ class MemoryConfig(BaseModel):
     reranker_seed: int | None = Field(None, description="Seed of the exploration noise, for "
                                                         "reproducible runs; None = fresh.")
     reranker_combine: str = Field("zscore", description="How the reranker joins the fused "
-                                                        "score: zscore | residual | blend.")
+                                                        "score: zscore | residual | blend | "
+                                                        "reranker.")
     reranker_mix: float = Field(10.0, ge=0.0, le=1000.0,
                                 description="Weight of the reranker's learned score.")
     reranker_batch: int = Field(1, ge=1, le=10_000,

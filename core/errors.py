@@ -15,6 +15,10 @@ class NotFoundError(RMMError, LookupError):
     """No such memory for this user (never created, deleted, or another user's)."""
 
 
+class DuplicateTurnError(InvalidInputError):
+    """A turn id is already stored for this user; nothing was written."""
+
+
 class StorageError(RMMError):
     """The store could not be opened, read or written (corrupt file, unreachable server)."""
 

@@ -9,6 +9,7 @@ topic often spills over a segment boundary.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -50,12 +51,21 @@ def english_stemmer() -> Callable | None:
     return Stemmer.Stemmer("english").stemWords
 
 
+def quiet_bm25s() -> None:
+    """Undo bm25s's `setLevel(DEBUG)` on its own logger at import, so that it follows the
+    application's logging configuration like every other library's."""
+    logger = logging.getLogger("bm25s")
+    if logger.level == logging.DEBUG:
+        logger.setLevel(logging.NOTSET)
+
+
 def bm25_index(corpus: list[list[str]]) -> Any:
     """A bm25s index of tokenised texts, or None when no text has a term (bm25s needs one)."""
     if not any(corpus):
         return None
     import bm25s
 
+    quiet_bm25s()
     index = bm25s.BM25()
     index.index(corpus, show_progress=False)
     return index

@@ -21,7 +21,7 @@ from .compress import Compressor
 from .config import MemoryConfig, unit_words
 from .context import hit_text
 from .embed import Embedder, default_embedder
-from .errors import FeedbackError, InvalidInputError, NotFoundError, RMMError
+from .errors import DuplicateTurnError, FeedbackError, InvalidInputError, NotFoundError, RMMError
 from .extract import Extractor
 from .index import FusionWeights, Scale, UserIndex, english_stemmer
 from .llm import MeteredLLM, metered, usage_scope
@@ -32,6 +32,7 @@ from .reconcile import Reconciler
 from .reflect import Pipeline, Reflector
 from .rerank import LearnedReranker
 from .scm import Recall, SCMController
+from .score import relevance, scored
 from .segment import Segmenter
 from .storage import open_store
 from .storage.base import NewMemory, SessionState, Store
@@ -208,12 +209,21 @@ class ReflectiveMemory:
                     started_at: datetime | str | float | None = None,
                     metadata: Mapping[str, Any] | None = None, agent_id: str | None = None,
                     run_id: str | None = None) -> list[Memory]:
-        """Append a whole session and reflect it; returns the memories added or merged."""
+        """Append a whole session and reflect it; returns the memories added or merged.
+
+        Adding again turns that are all stored already, with the same ids, speakers and texts,
+        is a no-op returning `[]` (a script run twice); a reused id with other words raises.
+        """
         if not isinstance(turns, Sequence) or isinstance(turns, (str, bytes)) or not turns:
             raise InvalidInputError("add_session needs a non-empty list of turns")
         session_id = session_id if session_id is not None else uuid.uuid4().hex
-        self.append(turns, user_id=user_id, session_id=session_id, started_at=started_at,
-                    metadata=metadata, agent_id=agent_id, run_id=run_id)
+        try:
+            self.append(turns, user_id=user_id, session_id=session_id, started_at=started_at,
+                        metadata=metadata, agent_id=agent_id, run_id=run_id)
+        except DuplicateTurnError:
+            if _all_stored(self.store, user_id, _coerce_turns(turns)):
+                return []
+            raise
         return self.end_session(user_id=user_id, session_id=session_id)
 
     def add(self, content: str | Sequence[TurnLike], *, user_id: str,
@@ -345,13 +355,18 @@ class ReflectiveMemory:
     def search(self, query: str, *, user_id: str, k: int = 5,
                follow_links: bool = False, explore: bool = False,
                filters: Mapping[str, Any] | None = None, agent_id: str | None = None,
-               run_id: str | None = None, session_id: str | None = None) -> SearchResult:
+               run_id: str | None = None, session_id: str | None = None,
+               min_score: float | None = None) -> SearchResult:
         """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`.
 
         Turns not yet reflected are candidates too, as provisional hits (`immediate_recall`),
         except those of `session_id`: the caller's current conversation, which its context
         holds already. `filters` keep memories whose metadata has each key with that value
         (a list: any of them); `agent_id`/`run_id` are filters on those keys.
+
+        A hit's `score` is its relevance in [0, 1] (see `rmm_core.score`); `min_score` drops
+        the hits below it, so fewer than `k` (or none) may come back.
+
         `follow_links` (A-MEM, needs `notes=True`) puts each hit's linked memories right
         after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise, softmax
         temperature `reranker_temperature`) so that `feedback` can learn.
@@ -362,6 +377,9 @@ class ReflectiveMemory:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
         wanted = check_filters(filters, agent_id=agent_id, run_id=run_id)
         session_id = check_id(session_id, "session_id", optional=True)
+        if min_score is not None and (isinstance(min_score, bool) or not isinstance(
+                min_score, (int, float)) or not 0.0 <= min_score <= 1.0):
+            raise InvalidInputError(f"min_score must be a number in [0, 1], got {min_score!r}")
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
         if not query.strip():
             return result
@@ -385,8 +403,9 @@ class ReflectiveMemory:
         candidates = [MemoryHit(m, float(score), hit_text(m, dates=self.config.context_dates),
                                 rank) for rank, (m, score, _) in enumerate(found)]
         result.candidates = candidates
-        result.hits, ranking = self._reranker.rerank(
-            user_id, query_vec, candidates, [rows for _, _, rows in found], k, explore=explore)
+        rows = [r for _, _, r in found]
+        result.hits, ranking = self._reranker.rerank(user_id, query_vec, candidates, rows, k,
+                                                     explore=explore)
         if follow_links:
             from .notes import follow_links as with_links
 
@@ -397,6 +416,8 @@ class ReflectiveMemory:
                 query_vec, k=k, per_hit=self.config.note_follow,
                 text_of=lambda m: hit_text(m, dates=self.config.context_dates))
             result.hits = [h for h in result.hits if matches(h.memory.metadata, wanted)]
+        result.hits = scored(result.hits, {c.memory.id: relevance(query_vec, r)
+                                           for c, r in zip(candidates, rows)}, min_score)
         result.state = {"query_vec": query_vec, "ranking": ranking}
         return result
 
@@ -604,6 +625,13 @@ def default_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:
     """The write path the config asks for: LLM-free (TextTiling segments, raw-turn memories,
     filler-free keys) without an LLM, the papers' LLM stages with one (`pipeline.STAGES`)."""
     return build_pipeline(config, llm)
+
+
+def _all_stored(store: Store, user_id: str, turns: list[Turn]) -> bool:
+    """Whether every turn has an id already stored for the user with the same words."""
+    stored = {t.id: t for t in store.turns(user_id)}
+    return all(t.id in stored and (stored[t.id].speaker, stored[t.id].text) == (t.speaker, t.text)
+               for t in turns)
 
 
 def _coerce_turns(turns: Sequence[TurnLike] | TurnLike) -> list[Turn]:

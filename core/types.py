@@ -200,7 +200,8 @@ class Memory:
 
 @dataclass(frozen=True, slots=True)
 class MemoryHit:
-    """A retrieved memory; `text` is exactly what goes into the LLM's context."""
+    """A retrieved memory; `text` is exactly what goes into the LLM's context, `score` its
+    relevance to the query in [0, 1] (`rmm_core.score`), `rank` its place in the result."""
 
     memory: Memory
     score: float
@@ -214,7 +215,10 @@ class MemoryHit:
 
 @dataclass(slots=True)
 class SearchResult(Sequence[MemoryHit]):
-    """The hits of one search, best first; keeps what `feedback` needs to learn from it."""
+    """The hits of one search, best first; keeps what `feedback` needs to learn from it.
+
+    `candidates` are the K memories retrieved before reranking, each with its fused retrieval
+    score (z-scored signals: comparable within this result only)."""
 
     id: str
     query: str

@@ -17,7 +17,7 @@ from test_core import ADOPTION, PAINTING
 
 from rmm_core import ReflectiveMemory, Turn
 from rmm_core.cli import main
-from rmm_core.commands import BAD_DATA, NO_DATABASE, OK, REFUSED, UNKNOWN_USER
+from rmm_core.commands import BAD_DATA, NO_DATABASE, OK, REFUSED, UNKNOWN_USER, USAGE
 from rmm_core.storage import open_store
 from rmm_core.transfer import export_records, import_records
 
@@ -214,3 +214,70 @@ def test_restore_on_every_backend(db, store_target, embedder):
         [h.memory.id for h in source.search(query, user_id="u1")]
     source.close()
     target.close()
+
+
+def test_users_lists_every_user_with_counts(db, capsys):
+    store = open_store(db)
+    store.append_turns("u2", "x", [Turn("Bo", "Hello there.", id="x:1")], None, time.time())
+    store.close()
+    code, out, _ = rmm(capsys, "users", "--db", db, "--json")
+    rows = {r["user_id"]: r for r in map(json.loads, out.splitlines())}
+    assert code == OK and set(rows) == {"u1", "u2"}
+    assert rows["u1"]["sessions"] == 4 and rows["u1"]["turns"] == 2 * len(PAINTING) + \
+        len(ADOPTION) + 1 and rows["u1"]["memories"] >= 2
+    assert rows["u2"] == {"user_id": "u2", "sessions": 1, "turns": 1, "memories": 0,
+                          "sessions_waiting": 1, "sessions_failed": 0}
+    code, out, _ = rmm(capsys, "users", "--db", db)
+    assert code == OK and out.startswith("u1  4 sessions") and out.endswith("2 users\n")
+
+
+def test_inspect_limit_and_one_memory(db, capsys):
+    every = [json.loads(line) for line in rmm(capsys, "inspect", "--db", db, "--user", "u1",
+                                              "--json")[1].splitlines()]
+    assert len(every) >= 2
+    code, out, _ = rmm(capsys, "inspect", "--db", db, "--user", "u1", "--limit", "1")
+    assert code == OK and out.count("    text: ") == 1
+    assert out.endswith(f"1 of {len(every)} memories of u1\n")
+    code, out, _ = rmm(capsys, "inspect", "--db", db, "--user", "u1", "--json",
+                       "--memory", every[-1]["id"])
+    assert code == OK and [json.loads(line) for line in out.splitlines()] == [every[-1]]
+    assert rmm(capsys, "inspect", "--db", db, "--user", "u1", "--memory", "nope")[0] \
+        == UNKNOWN_USER
+    assert rmm(capsys, "inspect", "--db", db, "--user", "u1", "--limit", "0")[0] == USAGE
+
+
+def test_reflect_reflects_waiting_sessions_only_unless_open(db, capsys):
+    store = open_store(db)
+    store.append_turns("u1", "idle", [Turn("Ana", "I sold my old car to a neighbour.", id="i:1")],
+                       None, time.time() - 10_000)
+    store.close()
+    before = json.loads(rmm(capsys, "stats", "--db", db, "--user", "u1", "--json")[1])
+    assert before["sessions_waiting"] == 2  # the idle one and the open one
+    code, out, _ = rmm(capsys, "reflect", "--db", db, "--user", "u1")
+    assert code == OK and out.startswith("reflected 1 of 1 sessions")
+    store = open_store(db)
+    assert store.session("u1", "idle").reflected == 1 and store.session("u1", "d").reflected == 0
+    assert any("sold my old car" in m.text for m in store.memories("u1"))
+    store.close()
+    code, out, _ = rmm(capsys, "reflect", "--db", db, "--open", "--set",
+                       "session_idle_timeout=60")
+    assert code == OK and out.startswith("reflected 1 of 1 sessions")
+    after = json.loads(rmm(capsys, "stats", "--db", db, "--user", "u1", "--json")[1])
+    assert after["sessions_waiting"] == 0 and after["memories"] > before["memories"]
+    assert rmm(capsys, "reflect", "--db", db, "--set", "no_such_field=1")[0] == USAGE
+    assert rmm(capsys, "reflect", "--db", db, "--set", "oops")[0] == USAGE
+
+
+def test_progress_bars_show_on_request_and_switch_off(db, tmp_path, capsys, monkeypatch):
+    out = str(tmp_path / "u1.jsonl")
+    monkeypatch.setenv("RMM_PROGRESS", "1")
+    code, _, err = rmm(capsys, "export", "--db", db, "--user", "u1", "--out", out)
+    assert code == OK and "exporting" in err and "record" in err
+    code, _, err = rmm(capsys, "--db", str(tmp_path / "copy.sqlite"), "import", out)
+    assert code == OK and "reading" in err
+    code, _, err = rmm(capsys, "--no-progress", "export", "--db", db, "--user", "u1",
+                       "--out", out)
+    assert code == OK and "exporting" not in err
+    monkeypatch.delenv("RMM_PROGRESS")
+    code, _, err = rmm(capsys, "export", "--db", db, "--user", "u1", "--out", out)
+    assert code == OK and "exporting" not in err  # not a terminal: no bar by default

@@ -1,5 +1,6 @@
 """Every cookbook notebook runs offline top to bottom on a fresh kernel of this Python
-(nbclient), shows what it says it shows, and is committed with its outputs stripped."""
+(nbclient), shows what it says it shows, and is committed with the outputs of such a run
+(`python scripts/run_notebooks.py` stores them), plots included."""
 
 from __future__ import annotations
 
@@ -45,16 +46,30 @@ def test_the_cookbook_has_its_notebooks():
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_is_committed_without_outputs(name):
+def test_notebook_is_committed_with_its_outputs(name):
     book = nbformat.read(COOKBOOK / name, as_version=4)
-    for cell in book.cells:
-        if cell.cell_type == "code":
-            assert not cell.outputs and cell.execution_count is None, \
-                f"{name}: strip outputs before committing"
+    code = [c for c in book.cells if c.cell_type == "code"]
+    assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), \
+        f"{name}: run it top to bottom (python scripts/run_notebooks.py) before committing"
+    check_outputs(name, [o for c in code for o in c.outputs])
+    stored = nbformat.writes(book)
+    assert str(COOKBOOK.parents[1]) not in stored, f"{name}: its outputs show a local path"
+
+
+def check_outputs(name: str, outputs: list) -> None:
+    """No error, the notebook's point printed, its plots drawn."""
+    assert not [o for o in outputs if o.output_type == "error"]
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    for text in EXPECTED.get(name, []):
+        assert text in printed, f"{name}: {text!r} not in its output"
+    plots = sum("image/png" in o.get("data", {}) for o in outputs)
+    assert plots >= PLOTS.get(name, 0), f"{name}: {plots} plots"
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_offline(name, kernels, monkeypatch):
+def test_notebook_runs_offline(name, kernels, monkeypatch, tmp_path):
+    """The LoCoMo notebook runs from a folder outside the checkout, as from an installed
+    package; the others beside the scripts they import."""
     from nbclient import NotebookClient
 
     if name == "locomo_benchmark.ipynb" and not LOCOMO.is_file():
@@ -67,18 +82,13 @@ def test_notebook_runs_offline(name, kernels, monkeypatch):
         [str(kernels), *filter(None, [os.environ.get("JUPYTER_PATH")])]))
     book = nbformat.read(COOKBOOK / name, as_version=4)
     book.cells.append(nbformat.v4.new_code_cell("import sys\nprint(sys.prefix, end='')"))
+    folder = tmp_path if name == "locomo_benchmark.ipynb" else COOKBOOK
     client = NotebookClient(book, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(COOKBOOK)}})
+                            resources={"metadata": {"path": str(folder)}})
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
     kernel_prefix = book.cells.pop().outputs[0]["text"]
     assert kernel_prefix == sys.prefix, "the kernel ran another Python than the tests"
-    outputs = [o for c in book.cells if c.cell_type == "code" for o in c.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    for text in EXPECTED.get(name, []):
-        assert text in printed, f"{name}: {text!r} not in its output"
-    plots = sum("image/png" in o.get("data", {}) for o in outputs)
-    assert plots >= PLOTS.get(name, 0), f"{name}: {plots} plots"
+    check_outputs(name, [o for c in book.cells if c.cell_type == "code" for o in c.outputs])
     print(f"{name}: {seconds:.1f} s")

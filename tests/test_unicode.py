@@ -67,8 +67,8 @@ def test_chinese_word_is_found_in_unspaced_text(mem):
     mem.add_session([Turn("用户", "我昨天在上海领养了一只小狗。")], user_id="zh")
     mem.add_session([Turn("用户", "我每天早上喝咖啡。")], user_id="zh")
     for query in ("小狗", "狗"):
-        hits = mem.search(query, user_id="zh", k=2).hits
-        assert "小狗" in hits[0].text and hits[0].score > hits[1].score
+        found = mem.search(query, user_id="zh", k=2)  # candidates keep the ranking's scores
+        assert "小狗" in found[0].text and found.candidates[0].score > found.candidates[1].score
 
 
 @pytest.mark.parametrize("texts", [["😀🎉", "🐶"], ["ok"], ["?!", "..."], ["ok", "😀"]])
@@ -94,9 +94,9 @@ def test_bm25_alone_finds_the_word_in_every_script(tmp_path, embedder, script):
                                 reconciler=NEVER_MERGE)
     for text in sentences:
         mem.add_session([Turn("a", text)], user_id="u")
-    hits = mem.search(query, user_id="u", k=3).hits
-    assert hits[0].memory.text.endswith(sentences[-1])
-    assert hits[0].score > hits[1].score
+    found = mem.search(query, user_id="u", k=3)  # candidates keep the ranking's scores
+    assert found[0].memory.text.endswith(sentences[-1])
+    assert found.candidates[0].score > found.candidates[1].score
     mem.close()
 
 

@@ -18,6 +18,7 @@ from ..commands import BAD_DATA
 from ..embed import Embedder, default_embedder
 from ..errors import InvalidInputError
 from ..memory import ReflectiveMemory
+from ..progress import progress
 from .baselines import RETRIEVERS, UNITS, FixedUnits, build_units
 from .datasets import LOADERS, load
 from .metrics import BUDGETS, METRICS, RankedUnit, fitting, score_question
@@ -87,7 +88,7 @@ def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dic
     with tempfile.TemporaryDirectory() as tmp:
         mem = ReflectiveMemory.open(str(Path(tmp) / "bench.sqlite"), embedder=embedder,
                                     progress=False, **settings)
-        for conv in convs:
+        for conv in progress(convs, desc="rmm pipeline", unit="conversation"):
             ingest_s += ingest(mem, conv)
             turns = [t for s in conv.sessions for t in s.turns]
             n_turns += len(turns)
@@ -117,7 +118,7 @@ def evaluate_baselines(convs: list[Conversation], unit: str) -> dict[str, dict[s
     per_q: dict[str, dict[str, list[float]]] = {r: defaultdict(list) for r in RETRIEVERS}
     hit_words: dict[str, list[int]] = {r: [] for r in RETRIEVERS}
     words: list[int] = []
-    for conv in convs:
+    for conv in progress(convs, desc=f"{unit} baselines", unit="conversation"):
         units = build_units(conv, unit, embedder)
         words += [len(t.split()) for t in units.texts]
         for retriever, rankings in rank_units(units, conv, embedder).items():

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import InvalidInputError, NotFoundError, StorageError
+from ..errors import DuplicateTurnError, InvalidInputError, NotFoundError, StorageError
 from ..types import Memory, MemoryVersion, Turn, utcnow
 from .base import (
     AttrsUpdate,
@@ -187,7 +187,7 @@ class SQLStore(Store):
                 raise InvalidInputError("duplicate turn ids within one append")
             clash = _existing_turn_ids(db, user_id, given)
             if clash:
-                raise InvalidInputError(f"turn id {min(clash)!r} already exists for this user")
+                raise DuplicateTurnError(f"turn id {min(clash)!r} already exists for this user")
             ids = _auto_ids(db, user_id, session_id, n, [t.id for t in turns])
             stored = [Turn(t.speaker, t.text, i, t.timestamp, session_id)
                       for t, i in zip(turns, ids)]
