@@ -125,15 +125,6 @@ def test_memory_failures_are_logged_and_the_run_goes_on(mem, chat_model, monkeyp
     assert "recall failed" in logged and "could not log" in logged
 
 
-def test_missing_user_id_turns_memory_off_with_a_warning(mem, chat_model, caplog):
-    agent = create_agent(chat_model("Hi."), middleware=[RMMMiddleware(mem)])
-    with caplog.at_level(logging.WARNING, logger="langchain_rmm.middleware"):
-        out = run(agent, "hello", user=None, thread="t")
-    assert out["messages"][-1].text == "Hi."
-    assert "user_id" in caplog.text
-    assert mem.store.users() == []
-
-
 def test_user_id_from_an_object_context_and_a_custom_key(mem, chat_model):
     class Ctx:
         account = "acct-7"
