@@ -33,6 +33,7 @@ from .converters import (
     messages_to_turns,
     with_memories,
 )
+from .policy import guarded
 from .scope import RunScope, check_on_missing_user, run_scope
 
 logger = logging.getLogger(__name__)
@@ -59,10 +60,10 @@ class RMMMiddleware(AgentMiddleware):
     `memory.end_session(user_id=..., session_id=thread_id)`). A run without a thread is a
     session of its own, reflected as the run ends.
 
-    Errors: a run without a user, or with an invalid id, raises `InvalidInputError` before
-    the model is called (`on_missing_user="disable"` runs it without memory instead). A
-    failing memory call is logged and the agent goes on without memory, unless
-    `strict=True`, which raises it.
+    Errors (`langchain_rmm.policy`): a run without a user, or with an invalid id, raises
+    `InvalidInputError` before the model is called (`on_missing_user="disable"` runs it
+    without memory instead); any other failing memory call is logged and the agent goes on
+    without memory, unless `strict=True`, which raises it.
 
     `citations=True` asks the model to cite memories by number and feeds the citations of
     its final answer to the reranker (`memory.feedback`, RMM's retrospective reflection).
@@ -117,14 +118,7 @@ class RMMMiddleware(AgentMiddleware):
                          on_missing_user=self.on_missing_user)
 
     def _guarded(self, what: str, call: Callable[[], Any]) -> Any:
-        """Run one memory call under the error policy: raise if strict, else log; None."""
-        try:
-            return call()
-        except Exception:
-            if self.strict:
-                raise
-            logger.exception("reflective memory: %s; the agent goes on without it", what)
-            return None
+        return guarded(call, strict=self.strict, what=what, logger=logger)
 
     def _recall(self, request: ModelRequest) -> SearchResult | None:
         scope = self._scope(request.runtime)

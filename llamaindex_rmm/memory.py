@@ -27,6 +27,7 @@ from .converters import (
     messages_to_turns,
     new_tail,
 )
+from .policy import guarded
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,8 +49,9 @@ class RMMMemory(BaseMemory):
     user message), then the window. `reset()` (what a chat engine's `reset()` calls) and
     `end_session()` end the session: it is reflected into memories and a new one starts.
 
-    Errors: bad arguments raise `InvalidInputError`; a failing memory call (search, log,
-    reflection) is logged and the chat goes on without memory, unless `strict=True`.
+    Errors (`llamaindex_rmm.policy`): bad input raises `InvalidInputError`; any other
+    failing memory call (search, log, reflection) is logged and the chat goes on without
+    memory, unless `strict=True`.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -201,17 +203,7 @@ class RMMMemory(BaseMemory):
             self._pending = True
 
     async def _guarded(self, what: str, call: Callable[[], Awaitable[T]]) -> T | None:
-        """One memory call under the error policy: bad input raises; any other failure
-        raises when `strict`, else is logged and yields None."""
-        try:
-            return await call()
-        except InvalidInputError:
-            raise
-        except Exception:
-            if self.strict:
-                raise
-            logger.exception("reflective memory: %s; the chat goes on without it", what)
-            return None
+        return await guarded(call, strict=self.strict, what=what, logger=logger)
 
     # sync API: the async methods run to completion -----------------------------------------
     def get(self, input: str | ChatMessage | None = None, initial_token_count: int = 0,

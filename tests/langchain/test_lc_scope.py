@@ -81,3 +81,10 @@ def test_strict_raises_memory_failures_instead_of_logging_them(mem, chat_model, 
     agent = create_agent(chat_model("Hi."), middleware=[RMMMiddleware(mem, strict=True)])
     with pytest.raises(RuntimeError, match="disk on fire"):
         ask(agent, context={"user_id": "u1"})
+
+
+def test_bad_input_raises_even_when_not_strict(mem, chat_model):
+    agent = create_agent(chat_model("Hi."), middleware=[RMMMiddleware(mem)])
+    with pytest.raises(InvalidInputError):
+        ask(agent, "x" * 4_000_001, context={"user_id": "u1"})
+    assert mem.store.users() == []
