@@ -9,6 +9,7 @@ from .errors import (
     LLMError,
     LLMFallbackWarning,
     MissingDependencyError,
+    NotFoundError,
     RMMError,
     StorageError,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "MemoryHit",
     "MemoryVersion",
     "MissingDependencyError",
+    "NotFoundError",
     "RMMError",
     "ReflectiveMemory",
     "SearchResult",

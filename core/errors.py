@@ -11,6 +11,10 @@ class InvalidInputError(RMMError, ValueError):
     """An argument has the wrong type or value; nothing was written."""
 
 
+class NotFoundError(RMMError, LookupError):
+    """No such memory for this user (never created, deleted, or another user's)."""
+
+
 class StorageError(RMMError):
     """The store could not be opened, read or written (corrupt file, unreachable server)."""
 

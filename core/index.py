@@ -9,6 +9,7 @@ topic often spills over a segment boundary.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -84,12 +85,51 @@ class _TurnRows:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """What BM25 knows of a corpus: documents, their mean length in tokens, and how many
+    documents hold each token (bm25s keeps no such figures for texts it did not index)."""
+
+    n: int
+    mean_length: float
+    freqs: Counter
+
+    @classmethod
+    def of(cls, docs: list[list[str]]) -> Corpus:
+        freqs = Counter(token for doc in docs for token in set(doc))
+        return cls(len(docs), sum(map(len, docs)) / max(len(docs), 1), freqs)
+
+    def scores(self, query: list[str], docs: list[list[str]], k1: float = 1.5,
+               b: float = 0.75) -> np.ndarray:
+        """BM25 (the Lucene variant, bm25s's default and parameters) of texts outside the
+        corpus, as if they were in it: its document frequencies and mean length."""
+        out = np.zeros(len(docs), dtype=np.float32)
+        length = max(self.mean_length, 1.0)
+        for i, doc in enumerate(docs):
+            counts = Counter(doc)
+            norm = k1 * (1 - b + b * len(doc) / length)
+            out[i] = sum(np.log(1 + (self.n - self.freqs[t] + 0.5) / (self.freqs[t] + 0.5))
+                         * counts[t] / (counts[t] + norm) for t in set(query) if t in counts)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """Mean and spread of each signal over the bank, as one search z-scored them: items
+    scored outside the index (provisional turns) are put on the same scale with it."""
+
+    lexical: tuple[float, float]
+    unit: tuple[float, float]
+    turn: tuple[float, float]
+
+
 @dataclass(slots=True)
 class Candidates:
     """Scored candidates: positions into the index's ids, best first, and their scores."""
 
     positions: np.ndarray
     fused: np.ndarray
+    scale: Scale | None = None
 
 
 class UserIndex:
@@ -111,6 +151,9 @@ class UserIndex:
         self.units[has] = data.vectors[order[self._start[:-1][has]]]
         self._prev, self._next = _neighbours(data.sessions, n)
         self._keys = data.keys
+        self.metadata = data.metadata or [{} for _ in data.ids]
+        self.corpus = Corpus(0, 0.0, Counter())
+        """Document frequencies of the keys' BM25 tokens (filled with the BM25 index)."""
         self._faiss = None  # built on first use: reflection needs only vectors, search
         self._bm25 = None   # only BM25 and the unit matrix
         self._ann = None
@@ -125,7 +168,9 @@ class UserIndex:
         if not self.ids:
             return np.zeros(0, dtype=np.float32)
         if self._bm25 is None:  # threads may race here: each publishes a finished index
-            index = bm25_index(tokenize(self._keys, self.stemmer))
+            docs = tokenize(self._keys, self.stemmer)
+            self.corpus = Corpus.of(docs)
+            index = bm25_index(docs)
             self._bm25 = False if index is None else index  # False: no key has a term
         tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
         if not tokens or self._bm25 is False:
@@ -203,35 +248,42 @@ class UserIndex:
 
     # ranking --------------------------------------------------------------------------------
     def search(self, query_text: str, query_vec: np.ndarray, *, top: int,
-               weights: FusionWeights = FusionWeights(), exact: bool | None = None
-               ) -> Candidates:
-        """The fused top-`top` memories for a query.
+               weights: FusionWeights = FusionWeights(), exact: bool | None = None,
+               subset: np.ndarray | None = None) -> Candidates:
+        """The fused top-`top` memories for a query (only those at the sorted positions
+        `subset`, when given: a metadata filter's).
 
-        Banks of up to EXACT_LIMIT memories (or any bank with `exact=True`) are scored
-        exhaustively. Larger ones score a shortlist: the IVF index's nearest DEPTH memories
-        and BM25's best LEXICAL_DEPTH, with the dense signal's spread estimated from a sample.
+        Banks of up to EXACT_LIMIT memories (or any bank with `exact=True`, or a subset of
+        up to EXACT_LIMIT) are scored exhaustively. Larger ones score a shortlist: the IVF
+        index's nearest DEPTH memories and BM25's best LEXICAL_DEPTH, with the dense signal's
+        spread estimated from a sample. Signals are z-scored over the whole bank.
         """
         n = len(self.ids)
-        if not n:
+        if not n or (subset is not None and not len(subset)):
             return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         lexical = self.lexical_scores(query_text)
         sample, sample_units, sample_turns = self._sampled()
         sample_unit = sample_units @ query_vec
         exhaustive = ((n <= EXACT_LIMIT if exact is None else exact)
-                      or n <= 2 * (DEPTH + LEXICAL_DEPTH))
+                      or n <= 2 * (DEPTH + LEXICAL_DEPTH)
+                      or (subset is not None and len(subset) <= EXACT_LIMIT))
         if exhaustive:
             unit = self.unit_scores(query_vec)
             unit_stats = _stats(unit)
-            shortlist = np.arange(n)
+            shortlist = np.arange(n) if subset is None else subset
         else:
             unit_stats = _stats(sample_unit)
             near = self._ivf().search(query_vec.reshape(1, -1).astype(np.float32), DEPTH)[1][0]
             listed = np.zeros(n, dtype=bool)
             listed[near[near >= 0]] = True
             listed[np.argpartition(lexical, n - LEXICAL_DEPTH)[n - LEXICAL_DEPTH:]] = True
+            if subset is not None:
+                listed &= _mask(n, subset)
             shortlist = np.flatnonzero(listed)
             unit = np.zeros(n, dtype=np.float32)  # filled below for the shortlist and pool
             unit[shortlist] = self.units[shortlist] @ query_vec
+            if not len(shortlist):
+                return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         lexical_stats = _stats(lexical)
 
         def base(positions: np.ndarray) -> np.ndarray:
@@ -244,6 +296,8 @@ class UserIndex:
             best = shortlist[np.argpartition(-base(shortlist), POOL)[:POOL]]
             pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
             pool = pool[pool >= 0]
+            if subset is not None:  # a neighbour outside the filter is not a candidate
+                pool = pool[_mask(n, subset)[pool]]
             if not exhaustive:
                 added = pool[~listed[pool]]  # neighbours outside the shortlist
                 unit[added] = self.units[added] @ query_vec
@@ -255,7 +309,14 @@ class UserIndex:
         if weights.smoothing:
             fused = _smooth(fused, pool, self._prev, self._next, weights.smoothing)
         order = np.argsort(-fused, kind="stable")[:top]
-        return Candidates(pool[order], fused[order])
+        return Candidates(pool[order], fused[order],
+                          Scale(lexical_stats, unit_stats, (mean, std)))
+
+
+def _mask(n: int, positions: np.ndarray) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    out[positions] = True
+    return out
 
 
 def _spread(n: int, count: int) -> np.ndarray:

@@ -14,15 +14,18 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from .attribute import CitedAnswer, answer_with_citations
 from .compress import Compressor
 from .config import MemoryConfig, unit_words
 from .context import hit_text
 from .embed import Embedder, default_embedder
-from .errors import FeedbackError, InvalidInputError, RMMError
+from .errors import FeedbackError, InvalidInputError, NotFoundError, RMMError
 from .extract import Extractor
 from .index import FusionWeights, UserIndex, english_stemmer
 from .llm import MeteredLLM, metered, usage_scope
+from .metadata import check_filters, check_metadata, matches
 from .pipeline import build_pipeline
 from .reconcile import Reconciler
 from .reflect import Pipeline, Reflector
@@ -30,21 +33,25 @@ from .rerank import LearnedReranker
 from .scm import Recall, SCMController
 from .segment import Segmenter
 from .storage import open_store
-from .storage.base import SessionState, Store
+from .storage.base import NewMemory, SessionState, Store
+from .storage.sql import new_memory_id
 from .types import (
     Memory,
     MemoryHit,
+    MemoryVersion,
     SearchResult,
     Turn,
     as_datetime,
     check_id,
     check_query,
     check_unicode,
+    utcnow,
 )
+from .units import passages
 from .workflows import WorkflowMemory
 from .working import WorkingContext
 
-TurnLike = Turn | Mapping[str, Any]
+TurnLike = Turn | Mapping[str, Any] | tuple[str, str]
 log = logging.getLogger("rmm_core.memory")
 
 
@@ -131,18 +138,24 @@ class ReflectiveMemory:
 
     # write path ----------------------------------------------------------------------------
     def append(self, turns: Sequence[TurnLike] | TurnLike, *, user_id: str,
-               session_id: str, started_at: datetime | str | float | None = None
-               ) -> list[Turn]:
+               session_id: str, started_at: datetime | str | float | None = None,
+               metadata: Mapping[str, Any] | None = None, agent_id: str | None = None,
+               run_id: str | None = None) -> list[Turn]:
         """Log turns durably, at once; reflection waits for the session to end.
 
-        A reflection this call triggers (size limit, idle sessions) never makes it fail: a
-        failed one is recorded on its session and retried later.
+        `metadata` (with `agent_id`/`run_id`) is the session's, set by its first append and
+        given to every memory reflected from it. A reflection this call triggers (size
+        limit, idle sessions) never makes it fail: a failed one is recorded on its session
+        and retried later.
         """
         user_id = check_id(user_id, "user_id")
         session_id = check_id(session_id, "session_id")
         batch = _coerce_turns(turns)
+        meta = None if metadata is None and agent_id is None and run_id is None else \
+            check_metadata(metadata, agent_id=agent_id, run_id=run_id)
         stored = self.store.append_turns(user_id, session_id, batch,
-                                         as_datetime(started_at, "started_at"), time.time())
+                                         as_datetime(started_at, "started_at"), time.time(),
+                                         meta)
         state = self.store.session(user_id, session_id)
         limit = self.config.session_max_turns
         if limit and state and state.n_turns - state.reflected >= limit and \
@@ -167,13 +180,73 @@ class ReflectiveMemory:
 
     def add_session(self, turns: Sequence[TurnLike], *, user_id: str,
                     session_id: str | None = None,
-                    started_at: datetime | str | float | None = None) -> list[Memory]:
+                    started_at: datetime | str | float | None = None,
+                    metadata: Mapping[str, Any] | None = None, agent_id: str | None = None,
+                    run_id: str | None = None) -> list[Memory]:
         """Append a whole session and reflect it; returns the memories added or merged."""
         if not isinstance(turns, Sequence) or isinstance(turns, (str, bytes)) or not turns:
             raise InvalidInputError("add_session needs a non-empty list of turns")
         session_id = session_id if session_id is not None else uuid.uuid4().hex
-        self.append(turns, user_id=user_id, session_id=session_id, started_at=started_at)
+        self.append(turns, user_id=user_id, session_id=session_id, started_at=started_at,
+                    metadata=metadata, agent_id=agent_id, run_id=run_id)
         return self.end_session(user_id=user_id, session_id=session_id)
+
+    def add(self, content: str | Sequence[TurnLike], *, user_id: str,
+            metadata: Mapping[str, Any] | None = None, agent_id: str | None = None,
+            run_id: str | None = None) -> list[Memory]:
+        """Remember a fact (a string) at once, or a conversation (a list of messages in any
+        `Turn.coerce` form), logged as a new session and reflected now.
+
+        A fact is embedded and indexed as it is, without an LLM and without a logged turn:
+        its first version has `source="direct"` and its refs are empty. A fact longer than a
+        hit may hold (`max_hit_words`) becomes one memory per passage of whole sentences.
+        """
+        user_id = check_id(user_id, "user_id")
+        meta = check_metadata(metadata, agent_id=agent_id, run_id=run_id)
+        if not isinstance(content, str):
+            return self.add_session(content, user_id=user_id, metadata=meta)
+        fact = Turn.coerce({"speaker": "user", "text": content})
+        texts = [p.text for p in passages(fact, unit_words(self.config))]
+        keys = self.pipeline.compressor.compress(texts)
+        vectors = self.embedder.embed(texts)
+        now = utcnow()
+        added = [NewMemory(Memory(id=new_memory_id(), user_id=user_id, text=text,
+                                  key=key or text, refs=[], speakers=["user"], occurred_at=now,
+                                  created_at=now, updated_at=now, attrs={"source": "direct"},
+                                  metadata=meta), vector[None, :])
+                 for text, key, vector in zip(texts, keys, vectors)]
+        return self.store.add_memories(user_id, added, source="direct")
+
+    def get(self, memory_id: str, *, user_id: str) -> Memory:
+        """One memory of the user, with its versions; `NotFoundError` if there is none."""
+        user_id = check_id(user_id, "user_id")
+        found = self.store.memories(user_id, [check_id(memory_id, "memory_id")])
+        if not found:
+            raise NotFoundError(f"no memory {memory_id!r} for this user")
+        return found[0]
+
+    def update(self, memory_id: str, text: str, *, user_id: str,
+               metadata: Mapping[str, Any] | None = None) -> Memory:
+        """Replace what a memory says: a new version (reason `update`), re-embedded and
+        re-keyed; its refs (where it came from) stay. `metadata` keys are set on top of the
+        memory's own (None keeps them)."""
+        current = self.get(memory_id, user_id=user_id)
+        text = Turn.coerce({"speaker": "user", "text": text}).text
+        meta = check_metadata({**current.metadata, **(metadata or {})}) \
+            if metadata is not None else current.metadata
+        key = self.pipeline.compressor.compress([text])[0] or text
+        vector = self.embedder.embed([text])[0]
+        return self.store.update_memory(current.user_id, current.id, text, key,
+                                        vector[None, :], meta)
+
+    def delete(self, memory_id: str, *, user_id: str) -> None:
+        """Delete a memory with its versions and vectors (gone from search at once); the raw
+        turns it came from stay in the log (`forget` erases a user's log)."""
+        self.store.delete_memory(check_id(user_id, "user_id"), check_id(memory_id, "memory_id"))
+
+    def history(self, memory_id: str, *, user_id: str) -> list[MemoryVersion]:
+        """A memory's versions, oldest first: created, merged into, updated."""
+        return self.get(memory_id, user_id=user_id).versions
 
     def add_sessions(self, sessions: Iterable[Mapping[str, Any]], *, user_id: str,
                      progress: bool | None = None) -> list[Memory]:
@@ -225,24 +298,31 @@ class ReflectiveMemory:
 
     # read path ------------------------------------------------------------------------------
     def search(self, query: str, *, user_id: str, k: int = 5,
-               follow_links: bool = False, explore: bool = False) -> SearchResult:
+               follow_links: bool = False, explore: bool = False,
+               filters: Mapping[str, Any] | None = None, agent_id: str | None = None,
+               run_id: str | None = None) -> SearchResult:
         """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`.
 
-        `follow_links` (A-MEM, needs `notes=True`) puts each hit's linked memories right
-        after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise,
-        softmax temperature `reranker_temperature`) so that `feedback` can learn.
+        `filters` keep memories whose metadata has each key with that value (a list: any of
+        them); `agent_id`/`run_id` are filters on those keys. `follow_links` (A-MEM, needs
+        `notes=True`) puts each hit's linked memories right after it, within the same `k`.
+        `explore` samples the kept `k` (Gumbel noise, softmax temperature
+        `reranker_temperature`) so that `feedback` can learn.
         """
         user_id = check_id(user_id, "user_id")
         query = check_query(query, self.config.max_query_chars)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        wanted = check_filters(filters, agent_id=agent_id, run_id=run_id)
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
         index = self._index(user_id)
         if not query.strip() or not len(index):
             return result
+        subset = np.flatnonzero([matches(m, wanted) for m in index.metadata]) \
+            if wanted else None
         query_vec = self.embedder.embed([query])[0]
         found = index.search(query, query_vec, top=max(k, self.config.candidates),
-                             weights=self._weights)
+                             weights=self._weights, subset=subset)
         stored = {m.id: m for m in self.store.memories(
             user_id, [index.ids[p] for p in found.positions])}
         # a memory forgotten since the index snapshot was taken drops out
@@ -401,6 +481,21 @@ class ReflectiveMemory:
     async def arespond(self, query: str, **kw: Any) -> CitedAnswer:
         return await asyncio.to_thread(self.respond, query, **kw)
 
+    async def aadd(self, content: str | Sequence[TurnLike], **kw: Any) -> list[Memory]:
+        return await asyncio.to_thread(self.add, content, **kw)
+
+    async def aget(self, memory_id: str, **kw: Any) -> Memory:
+        return await asyncio.to_thread(self.get, memory_id, **kw)
+
+    async def aupdate(self, memory_id: str, text: str, **kw: Any) -> Memory:
+        return await asyncio.to_thread(self.update, memory_id, text, **kw)
+
+    async def adelete(self, memory_id: str, **kw: Any) -> None:
+        return await asyncio.to_thread(self.delete, memory_id, **kw)
+
+    async def ahistory(self, memory_id: str, **kw: Any) -> list[MemoryVersion]:
+        return await asyncio.to_thread(self.history, memory_id, **kw)
+
     async def aturns(self, **kw: Any) -> list[Turn]:
         return await asyncio.to_thread(self.turns, **kw)
 
@@ -444,8 +539,10 @@ def default_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:
 
 
 def _coerce_turns(turns: Sequence[TurnLike] | TurnLike) -> list[Turn]:
-    if isinstance(turns, (Turn, Mapping)):
-        turns = [turns]
+    if isinstance(turns, (Turn, Mapping)) or (
+            isinstance(turns, tuple) and len(turns) == 2 and all(isinstance(x, str)
+                                                                 for x in turns)):
+        turns = [turns]  # one message; a (role, text) tuple is one message too
     if isinstance(turns, (str, bytes)) or not isinstance(turns, (Sequence, Iterable)):
         raise InvalidInputError(f"turns must be a list of Turn or dict, not {type(turns).__name__}")
     batch = [Turn.coerce(t) for t in turns]

@@ -109,7 +109,7 @@ class Reflector:
             draft.key = key or draft.text
         vectors = self._vectors(session, drafts)
         decisions = self.pipeline.reconciler.reconcile(
-            drafts, self._neighbours(state.user_id, [v[0] for v in vectors]))
+            drafts, self._neighbours(state, [v[0] for v in vectors]))
         adds: list[NewMemory] = []
         merges: dict[str, MergeInto] = {}
         for decision in decisions:
@@ -177,12 +177,18 @@ class Reflector:
             out.append(np.vstack(parts))
         return out
 
-    def _neighbours(self, user_id: str, key_vecs: list[np.ndarray]
+    def _neighbours(self, state: SessionState, key_vecs: list[np.ndarray]
                     ) -> list[list[tuple[Memory, float]]]:
+        """The nearest stored memories of each draft that may take a merge: those with the
+        session's metadata (a merge must not carry a memory into another agent's or run's
+        scope)."""
+        user_id = state.user_id
         index = self.index_for(user_id)
         if not len(index) or not key_vecs:
             return [[] for _ in key_vecs]
-        found = [index.dense_scores(v, self.neighbours * 8) for v in key_vecs]
+        other = {p for p, m in enumerate(index.metadata) if m != state.metadata}
+        found = [{p: s for p, s in index.dense_scores(v, self.neighbours * 8).items()
+                  if p not in other} for v in key_vecs]
         wanted = list(dict.fromkeys(p for f in found for p in list(f)[: self.neighbours]))
         by_pos = dict(zip(wanted, self.store.memories(
             user_id, [index.ids[p] for p in wanted], with_versions=False)))
@@ -209,4 +215,5 @@ class Reflector:
                       key=draft.key, refs=list(draft.refs), speakers=draft.speakers,
                       session_ids=[state.session_id],
                       occurred_at=draft.occurred_at or state.started_at,
-                      created_at=now, updated_at=now, attrs=dict(draft.attrs))
+                      created_at=now, updated_at=now, attrs=dict(draft.attrs),
+                      metadata=dict(state.metadata))

@@ -1,7 +1,8 @@
 """Export a user's memory as JSON-ready records, and restore it, exactly, in another store.
 
 One record per line when written out: a header, then the user's sessions, turns and
-memories. A memory carries its version history and its vectors (base64 float32), so a
+memories. Sessions and memories carry their metadata (absent in older exports: none).
+A memory carries its version history and its vectors (base64 float32), so a
 restore needs no embedding model and no LLM, and gives back what reflection had made
 (merged or LLM-written memories would not come back from re-reflecting the turns).
 """
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidInputError
+from .metadata import check_metadata
 from .storage.base import NewMemory, SessionState, Store
 from .storage.sql import from_iso, iso, new_memory_id
 from .types import Memory, MemoryVersion, Turn, check_id
@@ -36,7 +38,7 @@ def export_records(store: Store, user_id: str) -> Iterator[dict[str, Any]]:
     for s in sessions:
         yield {"type": "session", "session_id": s.session_id, "status": s.status,
                "started_at": iso(s.started_at), "last_activity": s.last_activity,
-               "n_turns": s.n_turns, "reflected": s.reflected}
+               "n_turns": s.n_turns, "reflected": s.reflected, "metadata": s.metadata}
     for t in store.turns(user_id):
         yield {"type": "turn", "session_id": t.session_id, "id": t.id, "speaker": t.speaker,
                "text": t.text, "timestamp": iso(t.timestamp)}
@@ -46,7 +48,7 @@ def export_records(store: Store, user_id: str) -> Iterator[dict[str, Any]]:
         yield {"type": "memory", "id": m.id, "text": m.text, "key": m.key, "refs": m.refs,
                "speakers": m.speakers, "session_ids": m.session_ids,
                "occurred_at": iso(m.occurred_at), "created_at": iso(m.created_at),
-               "updated_at": iso(m.updated_at), "attrs": m.attrs,
+               "updated_at": iso(m.updated_at), "attrs": m.attrs, "metadata": m.metadata,
                "versions": [{"version": v.version, "text": v.text, "refs": list(v.refs),
                              "reason": v.reason, "at": iso(v.at), "source": v.source}
                             for v in m.versions],
@@ -119,7 +121,8 @@ def _read(records: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], list, list
 def _session(record: dict[str, Any], user_id: str) -> SessionState:
     state = SessionState(user_id, check_id(record["session_id"], "session_id"), record["status"],
                          from_iso(record["started_at"]), float(record["last_activity"]),
-                         _count(record["n_turns"]), _count(record["reflected"]))
+                         _count(record["n_turns"]), _count(record["reflected"]),
+                         metadata=check_metadata(record.get("metadata")))
     if state.status not in STATUSES or state.reflected > state.n_turns or \
             not math.isfinite(state.last_activity):
         raise InvalidInputError(f"session {state.session_id!r} has an impossible status, "
@@ -189,6 +192,7 @@ def _memory(record: dict[str, Any], user_id: str, renamed: dict[str, str]) -> Ne
         session_ids=_strings(record["session_ids"], "session_ids"),
         occurred_at=from_iso(record["occurred_at"]), created_at=from_iso(record["created_at"]),
         updated_at=from_iso(record["updated_at"]), attrs=attrs,
+        metadata=check_metadata(record.get("metadata")),
         versions=[MemoryVersion(_count(v["version"]), _text(v["text"], "version text"),
                                 tuple(_strings(v["refs"], "version refs")),
                                 _text(v["reason"], "version reason"), from_iso(v["at"]),

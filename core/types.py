@@ -14,6 +14,12 @@ MAX_TEXT_CHARS = 4_000_000
 """Largest accepted turn text (characters); a 1 MB turn is fine, a runaway blob is not."""
 
 _TURN_FIELDS = frozenset({"speaker", "text", "id", "timestamp", "session_id"})
+_MESSAGE_FIELDS = frozenset({"role", "content", "id", "timestamp", "name"})
+"""An OpenAI-style chat message: `{"role": "user", "content": "..."}` (`name` is ignored)."""
+
+ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
+         "system": "system", "tool": "tool", "function": "tool"}
+"""Chat roles (OpenAI's and LangChain's message types) → the speaker a turn is logged as."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -81,20 +87,15 @@ class Turn:
     session_id: str | None = None
 
     @classmethod
-    def coerce(cls, value: Turn | Mapping[str, Any]) -> Turn:
-        """Validate a `Turn` or a dict with the same keys; raise `InvalidInputError` if bad."""
-        if isinstance(value, Turn):
-            data = {f: getattr(value, f) for f in _TURN_FIELDS}
-        elif isinstance(value, Mapping):
-            unknown = set(value) - _TURN_FIELDS
-            if unknown:
-                raise InvalidInputError(f"unknown turn field(s) {sorted(unknown)}")
-            missing = {"speaker", "text"} - set(value)
-            if missing:
-                raise InvalidInputError(f"turn is missing field(s) {sorted(missing)}")
-            data = dict(value)
-        else:
-            raise InvalidInputError(f"a turn must be a Turn or a dict, not {type(value).__name__}")
+    def coerce(cls, value: Any) -> Turn:
+        """A `Turn` from any common message form; raise `InvalidInputError` if bad.
+
+        Accepted: a `Turn`; a dict `{"speaker", "text"}` (plus `id`, `timestamp`); an
+        OpenAI-style dict `{"role", "content"}` (content a string or a list of text parts);
+        a `(role, text)` tuple. Roles map to speakers by `ROLES` (`human` → `user`, `ai` →
+        `assistant`).
+        """
+        data = _turn_fields(value)
         speaker, text = data.get("speaker"), data.get("text")
         if not isinstance(speaker, str) or not speaker.strip() or "\x00" in speaker:
             raise InvalidInputError(f"turn speaker must be a non-empty string, got {speaker!r:.60}")
@@ -115,6 +116,52 @@ class Turn:
     def render(self) -> str:
         """The turn as a line of context: `speaker: text`."""
         return f"{self.speaker}: {self.text}"
+
+
+def _turn_fields(value: Any) -> dict[str, Any]:
+    """The `Turn` fields of one message in any accepted form (not yet validated)."""
+    if isinstance(value, Turn):
+        return {f: getattr(value, f) for f in _TURN_FIELDS}
+    if isinstance(value, tuple):
+        if len(value) != 2:
+            raise InvalidInputError(f"a message tuple is (role, text), got {len(value)} items")
+        return {"speaker": _speaker_of(value[0]), "text": value[1]}
+    if not isinstance(value, Mapping):
+        raise InvalidInputError("a turn must be a Turn, a dict or a (role, text) tuple, not "
+                                f"{type(value).__name__}")
+    if "role" in value or "content" in value:
+        unknown = set(value) - _MESSAGE_FIELDS
+        if unknown:
+            raise InvalidInputError(f"unknown message field(s) {sorted(unknown)}")
+        if "role" not in value or "content" not in value:
+            raise InvalidInputError("a chat message needs both 'role' and 'content'")
+        return {"speaker": _speaker_of(value["role"]), "text": _content_text(value["content"]),
+                "id": value.get("id"), "timestamp": value.get("timestamp")}
+    unknown = set(value) - _TURN_FIELDS
+    if unknown:
+        raise InvalidInputError(f"unknown turn field(s) {sorted(unknown)}")
+    missing = {"speaker", "text"} - set(value)
+    if missing:
+        raise InvalidInputError(f"turn is missing field(s) {sorted(missing)}")
+    return dict(value)
+
+
+def _speaker_of(role: Any) -> str:
+    if not isinstance(role, str) or role.strip().lower() not in ROLES:
+        raise InvalidInputError(f"message role must be one of {sorted(ROLES)}, got {role!r:.40}")
+    return ROLES[role.strip().lower()]
+
+
+def _content_text(content: Any) -> Any:
+    """A message's content as text: a string as it is, a list of parts as their text parts
+    (strings or `{"type": "text", "text": ...}`) joined by line breaks."""
+    if not isinstance(content, list):
+        return content
+    parts = [p if isinstance(p, str) else p.get("text") for p in content
+             if isinstance(p, str) or (isinstance(p, Mapping) and p.get("type") == "text")]
+    if not all(isinstance(p, str) for p in parts):
+        raise InvalidInputError("a text part of a message's content has no text string")
+    return "\n".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +192,10 @@ class Memory:
     updated_at: datetime = field(default_factory=utcnow)
     versions: list[MemoryVersion] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)
+    """What the library notes on it (A-MEM notes and links, how it was made)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The caller's own labels (`add(..., metadata=)`, `agent_id`, `run_id`): what
+    `search(filters=...)` matches on."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..types import Memory, Turn
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _LEGACY_USER_STATE = {"reranker/user/": "reranker", "workflows/user/": "workflows"}
 """Schema 2 names of per-user state (prefix + user id) → their name under the hashed id."""
@@ -55,6 +55,8 @@ class SessionState:
     last_error: str | None = None
     retry_at: float | None = None
     """When the background sweep may try a failed reflection again (epoch seconds)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The caller's metadata (scopes included), given to every memory reflected from it."""
 
 
 @dataclass(slots=True)
@@ -103,6 +105,8 @@ class IndexData:
     owner: np.ndarray
     sessions: list[str] = field(default_factory=list)
     """The (first) session of each memory, in `ids` order: neighbours share one."""
+    metadata: list[dict[str, Any]] = field(default_factory=list)
+    """Each memory's metadata, in `ids` order (what search filters match)."""
 
 
 class Store(ABC):
@@ -120,8 +124,10 @@ class Store(ABC):
     # turn log -----------------------------------------------------------------------
     @abstractmethod
     def append_turns(self, user_id: str, session_id: str, turns: Sequence[Turn],
-                     started_at: datetime | None, now: float) -> list[Turn]:
-        """Durably add turns (ids filled in) and open or reopen the session."""
+                     started_at: datetime | None, now: float,
+                     metadata: dict[str, Any] | None = None) -> list[Turn]:
+        """Durably add turns (ids filled in) and open or reopen the session; a new session
+        takes `metadata`, an existing one must already have the same (`InvalidInputError`)."""
 
     @abstractmethod
     def turns(self, user_id: str, session_id: str | None = None, *,
@@ -209,6 +215,27 @@ class Store(ABC):
         """Write a user's exported sessions, turns and memories (with their versions and
         vectors) as they were, in one transaction; the user must have no data yet."""
         raise NotImplementedError(f"{type(self).__name__} cannot restore exported users")
+
+    def open_turns(self, user_id: str) -> list[tuple[Turn, dict[str, Any]]]:
+        """The user's turns not yet reflected (in log order), each with its session's
+        metadata: what search returns as provisional hits."""
+        raise NotImplementedError(f"{type(self).__name__} does not list unreflected turns")
+
+    def add_memories(self, user_id: str, adds: Sequence[NewMemory], source: str) -> list[Memory]:
+        """Add memories made without reflection (`ReflectiveMemory.add` of a fact), each with
+        a first version from `source`, in one transaction."""
+        raise NotImplementedError(f"{type(self).__name__} cannot add memories directly")
+
+    def update_memory(self, user_id: str, memory_id: str, text: str, key: str,
+                      vectors: np.ndarray, metadata: dict[str, Any]) -> Memory:
+        """Replace a memory's text, key, vectors and metadata; the change is a new version
+        (reason `update`). `NotFoundError` when the user has no such memory."""
+        raise NotImplementedError(f"{type(self).__name__} cannot update memories")
+
+    def delete_memory(self, user_id: str, memory_id: str) -> None:
+        """Delete a memory with its versions and vectors. `NotFoundError` when the user has
+        no such memory."""
+        raise NotImplementedError(f"{type(self).__name__} cannot delete memories")
 
     def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
         """Apply attrs updates to the user's memories in one transaction; return them.

@@ -73,6 +73,10 @@ ALTER TABLE sessions ADD COLUMN IF NOT EXISTS reflect_failures INTEGER NOT NULL 
     ADD COLUMN IF NOT EXISTS reflect_error TEXT,
     ADD COLUMN IF NOT EXISTS reflect_retry_at DOUBLE PRECISION;
 """,
+    5: """
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS metadata TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS metadata TEXT NOT NULL DEFAULT '{}';
+""",
 }
 """Schema version → DDL that brings the previous version to it; applied in order on open."""
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import InvalidInputError, StorageError
+from ..errors import InvalidInputError, NotFoundError, StorageError
 from ..types import Memory, MemoryVersion, Turn, utcnow
 from .base import (
     AttrsUpdate,
@@ -38,9 +38,15 @@ USER_TABLES = ("turns", "sessions", "memories", "memory_vectors", "memory_versio
 """Every table holding a user's data; `forget` empties each of them for that user."""
 
 _SESSION_COLS = "user_id, session_id, status, started_at, last_activity, n_turns, reflected"
-_SESSION_READ = f"{_SESSION_COLS}, reflect_failures, reflect_error, reflect_retry_at"
+_SESSION_READ = (f"{_SESSION_COLS}, reflect_failures, reflect_error, reflect_retry_at, "
+                 "metadata")
 _MEMORY_COLS = ("id, user_id, text, key, refs, speakers, session_ids, occurred_at, "
-                "created_at, updated_at, attrs")
+                "created_at, updated_at, attrs, metadata")
+_MEMORY_INSERT = (f"INSERT INTO memories ({_MEMORY_COLS}, seq) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_VERSION_INSERT = ("INSERT INTO memory_versions (memory_id, user_id, version, text, refs, "
+                   "reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_VECTOR_INSERT = "INSERT INTO memory_vectors (memory_id, user_id, idx, vec) VALUES (?, ?, ?, ?)"
 
 
 class Tx(Protocol):
@@ -167,11 +173,15 @@ class SQLStore(Store):
 
     # turn log ---------------------------------------------------------------------------
     def append_turns(self, user_id: str, session_id: str, turns: Sequence[Turn],
-                     started_at: datetime | None, now: float) -> list[Turn]:
+                     started_at: datetime | None, now: float,
+                     metadata: dict[str, Any] | None = None) -> list[Turn]:
         with self._tx(f"user:{user_id}") as db:
-            row = db.one("SELECT n_turns FROM sessions WHERE user_id = ? AND session_id = ?",
-                         (user_id, session_id))
+            row = db.one("SELECT n_turns, metadata FROM sessions WHERE user_id = ? AND "
+                         "session_id = ?", (user_id, session_id))
             n = row[0] if row else 0
+            if row and metadata is not None and json.loads(row[1]) != metadata:
+                raise InvalidInputError(f"session {session_id!r} has other metadata "
+                                        f"({json.loads(row[1])!r:.200}); a session keeps one")
             given = [t.id for t in turns if t.id]
             if len(set(given)) != len(given):
                 raise InvalidInputError("duplicate turn ids within one append")
@@ -191,8 +201,10 @@ class SQLStore(Store):
                        "WHERE user_id = ? AND session_id = ?",
                        (n + len(stored), now, user_id, session_id))
             else:
-                db.run(f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?, ?, 'open', ?, ?, ?, 0)",
-                       (user_id, session_id, iso(started_at), now, len(stored)))
+                db.run(f"INSERT INTO sessions ({_SESSION_COLS}, metadata) "
+                       "VALUES (?, ?, 'open', ?, ?, ?, 0, ?)",
+                       (user_id, session_id, iso(started_at), now, len(stored),
+                        json.dumps(metadata or {})))
         return stored
 
     def turns(self, user_id: str, session_id: str | None = None, *,
@@ -211,7 +223,8 @@ class SQLStore(Store):
     # sessions -----------------------------------------------------------------------------
     def _session_row(self, row: tuple) -> SessionState:
         return SessionState(row[0], row[1], row[2], from_iso(row[3]), row[4], row[5], row[6],
-                            row[7], self._dec(row[8]) if row[8] is not None else None, row[9])
+                            row[7], self._dec(row[8]) if row[8] is not None else None, row[9],
+                            json.loads(row[10]))
 
     def session(self, user_id: str, session_id: str) -> SessionState | None:
         rows = self._read(f"SELECT {_SESSION_READ} FROM sessions WHERE user_id = ? AND "
@@ -263,35 +276,17 @@ class SQLStore(Store):
                          (user_id, session_id))
             if row is None or row[0] != expected_reflected:
                 return None
-            seq = db.one("SELECT COALESCE(MAX(seq), 0) FROM memories WHERE user_id = ?",
-                         (user_id,))[0]
-            touched: list[str] = []
-            memory_rows, version_rows, vector_rows = [], [], []
-            for new in adds:
-                m = new.memory
-                seq += 1
-                memory_rows.append((m.id, user_id, self._enc(m.text), self._enc(m.key),
-                                    json.dumps(m.refs), json.dumps(m.speakers),
-                                    json.dumps(m.session_ids), iso(m.occurred_at),
-                                    iso(m.created_at), iso(m.updated_at), json.dumps(m.attrs),
-                                    seq))
-                version_rows.append((m.id, user_id, 1, self._enc(m.text), json.dumps(m.refs),
-                                     "created", now, session_id))
-                vector_rows += self._vector_rows(m.id, user_id, new.vectors)
-                touched.append(m.id)
-            if memory_rows:
-                db.many(f"INSERT INTO memories ({_MEMORY_COLS}, seq) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", memory_rows)
+            self._insert_memories(db, user_id, adds, now, session_id)
+            touched = [new.memory.id for new in adds]
+            version_rows, vector_rows = [], []
             for merge in merges:
                 version_rows.append(self._merge(db, user_id, merge, now))
                 vector_rows += self._vector_rows(merge.target_id, user_id, merge.vectors)
                 touched.append(merge.target_id)
             if version_rows:
-                db.many("INSERT INTO memory_versions (memory_id, user_id, version, text, refs, "
-                        "reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", version_rows)
+                db.many(_VERSION_INSERT, version_rows)
             if vector_rows:
-                db.many("INSERT INTO memory_vectors (memory_id, user_id, idx, vec) "
-                        "VALUES (?, ?, ?, ?)", vector_rows)
+                db.many(_VECTOR_INSERT, vector_rows)
             db.run("UPDATE sessions SET reflected = ?, status = CASE WHEN ? >= n_turns "
                    "AND status = 'ended' THEN 'done' ELSE status END, reflect_failures = 0, "
                    "reflect_error = NULL, reflect_retry_at = NULL "
@@ -300,6 +295,78 @@ class SQLStore(Store):
             if touched:
                 self._bump(db, user_id)
         return self.memories(user_id, list(dict.fromkeys(touched)))
+
+    def _insert_memories(self, db: Tx, user_id: str, adds: Sequence[NewMemory],
+                         now: str | None, source: str) -> None:
+        """Insert new memories after the user's last, each with its first version."""
+        if not adds:
+            return
+        seq = db.one("SELECT COALESCE(MAX(seq), 0) FROM memories WHERE user_id = ?",
+                     (user_id,))[0]
+        memory_rows, version_rows, vector_rows = [], [], []
+        for position, new in enumerate(adds, start=seq + 1):
+            m = new.memory
+            memory_rows.append(self._memory_row(m, user_id, position))
+            version_rows.append((m.id, user_id, 1, self._enc(m.text), json.dumps(m.refs),
+                                 "created", now, source))
+            vector_rows += self._vector_rows(m.id, user_id, new.vectors)
+        db.many(_MEMORY_INSERT, memory_rows)
+        db.many(_VERSION_INSERT, version_rows)
+        db.many(_VECTOR_INSERT, vector_rows)
+
+    def _memory_row(self, m: Memory, user_id: str, seq: int) -> tuple:
+        return (m.id, user_id, self._enc(m.text), self._enc(m.key), json.dumps(m.refs),
+                json.dumps(m.speakers), json.dumps(m.session_ids), iso(m.occurred_at),
+                iso(m.created_at), iso(m.updated_at), json.dumps(m.attrs),
+                json.dumps(m.metadata), seq)
+
+    def add_memories(self, user_id: str, adds: Sequence[NewMemory], source: str) -> list[Memory]:
+        with self._tx(f"user:{user_id}") as db:
+            self._insert_memories(db, user_id, adds, iso(utcnow()), source)
+            if adds:
+                self._bump(db, user_id)
+        return self.memories(user_id, [new.memory.id for new in adds])
+
+    def update_memory(self, user_id: str, memory_id: str, text: str, key: str,
+                      vectors: np.ndarray, metadata: dict[str, Any]) -> Memory:
+        now = iso(utcnow())
+        with self._tx(f"user:{user_id}") as db:
+            row = db.one("SELECT refs FROM memories WHERE id = ? AND user_id = ?",
+                         (memory_id, user_id))
+            if row is None:
+                raise NotFoundError(f"no memory {memory_id!r} for this user")
+            db.run("UPDATE memories SET text = ?, key = ?, metadata = ?, updated_at = ? "
+                   "WHERE id = ? AND user_id = ?", (self._enc(text), self._enc(key),
+                                                    json.dumps(metadata), now, memory_id,
+                                                    user_id))
+            version = db.one("SELECT COALESCE(MAX(version), 0) FROM memory_versions WHERE "
+                             "memory_id = ? AND user_id = ?", (memory_id, user_id))[0] + 1
+            db.run(_VERSION_INSERT, (memory_id, user_id, version, self._enc(text), row[0],
+                                     "update", now, "direct"))
+            db.run("DELETE FROM memory_vectors WHERE memory_id = ? AND user_id = ?",
+                   (memory_id, user_id))
+            db.many(_VECTOR_INSERT, self._vector_rows(memory_id, user_id, vectors))
+            self._bump(db, user_id)
+        return self.memories(user_id, [memory_id])[0]
+
+    def delete_memory(self, user_id: str, memory_id: str) -> None:
+        with self._tx(f"user:{user_id}") as db:
+            if not db.run("DELETE FROM memories WHERE id = ? AND user_id = ?",
+                          (memory_id, user_id)):
+                raise NotFoundError(f"no memory {memory_id!r} for this user")
+            for table in ("memory_versions", "memory_vectors"):
+                db.run(f"DELETE FROM {table} WHERE memory_id = ? AND user_id = ?",
+                       (memory_id, user_id))
+            self._bump(db, user_id)
+
+    def open_turns(self, user_id: str) -> list[tuple[Turn, dict[str, Any]]]:
+        rows = self._read("SELECT t.speaker, t.text, t.turn_id, t.ts, t.session_id, s.metadata "
+                          "FROM sessions s JOIN turns t ON t.user_id = s.user_id AND "
+                          "t.session_id = s.session_id AND t.seq > s.reflected "
+                          "WHERE s.user_id = ? AND s.reflected < s.n_turns "
+                          "ORDER BY s.rowid, t.seq", (user_id,))
+        return [(Turn(self._dec(r[0]), self._dec(r[1]), r[2], from_iso(r[3]), r[4]),
+                 json.loads(r[5])) for r in rows]
 
     def _merge(self, db: Tx, user_id: str, merge: MergeInto, now: str | None) -> tuple:
         """Update the target memory in place; return its new version row (vectors replaced)."""
@@ -377,7 +444,7 @@ class SQLStore(Store):
                       refs=json.loads(r[4]), speakers=json.loads(r[5]),
                       session_ids=json.loads(r[6]), occurred_at=from_iso(r[7]),
                       created_at=from_iso(r[8]), updated_at=from_iso(r[9]),
-                      attrs=json.loads(r[10])) for r in rows]
+                      attrs=json.loads(r[10]), metadata=json.loads(r[11])) for r in rows]
         if with_versions and out:
             by_id = {m.id: m for m in out}
             for chunk in _chunks(list(by_id)):
@@ -403,8 +470,8 @@ class SQLStore(Store):
     def index_data(self, user_id: str) -> IndexData:
         with self._snapshot() as db:
             row = db.one("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
-            mem_rows = db.all("SELECT id, key, session_ids FROM memories WHERE user_id = ? "
-                              "ORDER BY seq", (user_id,))
+            mem_rows = db.all("SELECT id, key, session_ids, metadata FROM memories "
+                              "WHERE user_id = ? ORDER BY seq", (user_id,))
             vec_rows = db.all("SELECT memory_id, vec FROM memory_vectors WHERE user_id = ? "
                               "ORDER BY memory_id, idx", (user_id,))
         ids = [r[0] for r in mem_rows]
@@ -413,9 +480,10 @@ class SQLStore(Store):
                             count=len(vec_rows))
         vectors = (self._vec_stack([r[1] for r in vec_rows]) if vec_rows
                    else np.zeros((0, 0), dtype=np.float32))
-        sessions = [(json.loads(r[2]) or [""])[0] for r in mem_rows]
+        # a memory of no session (an added fact) is nobody's neighbour: its own id stands in
+        sessions = [(json.loads(r[2]) or [r[0]])[0] for r in mem_rows]
         return IndexData(row[0] if row else 0, ids, [self._dec(r[1]) for r in mem_rows],
-                         vectors, owner, sessions)
+                         vectors, owner, sessions, [json.loads(r[3]) for r in mem_rows])
 
     def generation(self, user_id: str) -> int:
         rows = self._read("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
@@ -472,9 +540,10 @@ class SQLStore(Store):
             if db.one("SELECT 1 FROM sessions WHERE user_id = ? UNION ALL "
                       "SELECT 1 FROM memories WHERE user_id = ? LIMIT 1", (user_id, user_id)):
                 raise InvalidInputError(f"user {user_id!r} already has data in this store")
-            db.many(f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            db.many(f"INSERT INTO sessions ({_SESSION_COLS}, metadata) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [(user_id, x.session_id, x.status, iso(x.started_at), x.last_activity,
-                      x.n_turns, x.reflected) for x in sessions])
+                      x.n_turns, x.reflected, json.dumps(x.metadata)) for x in sessions])
             seq: dict[str, int] = {}
             rows = []
             for t in turns:
@@ -486,21 +555,14 @@ class SQLStore(Store):
             memory_rows, version_rows, vector_rows = [], [], []
             for position, new in enumerate(memories, start=1):
                 m = new.memory
-                memory_rows.append((m.id, user_id, self._enc(m.text), self._enc(m.key),
-                                    json.dumps(m.refs), json.dumps(m.speakers),
-                                    json.dumps(m.session_ids), iso(m.occurred_at),
-                                    iso(m.created_at), iso(m.updated_at), json.dumps(m.attrs),
-                                    position))
+                memory_rows.append(self._memory_row(m, user_id, position))
                 version_rows += [(m.id, user_id, v.version, self._enc(v.text),
                                   json.dumps(list(v.refs)), v.reason, iso(v.at), v.source)
                                  for v in m.versions]
                 vector_rows += self._vector_rows(m.id, user_id, new.vectors)
-            db.many(f"INSERT INTO memories ({_MEMORY_COLS}, seq) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", memory_rows)
-            db.many("INSERT INTO memory_versions (memory_id, user_id, version, text, refs, "
-                    "reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", version_rows)
-            db.many("INSERT INTO memory_vectors (memory_id, user_id, idx, vec) "
-                    "VALUES (?, ?, ?, ?)", vector_rows)
+            db.many(_MEMORY_INSERT, memory_rows)
+            db.many(_VERSION_INSERT, version_rows)
+            db.many(_VECTOR_INSERT, vector_rows)
             self._bump(db, user_id)
 
     # learned weights and feedback ------------------------------------------------------------

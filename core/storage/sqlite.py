@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL, status TEXT NOT NULL,
     started_at TEXT, last_activity REAL NOT NULL, n_turns INTEGER NOT NULL,
     reflected INTEGER NOT NULL DEFAULT 0, reflect_failures INTEGER NOT NULL DEFAULT 0,
-    reflect_error TEXT, reflect_retry_at REAL, PRIMARY KEY (user_id, session_id));
+    reflect_error TEXT, reflect_retry_at REAL, metadata TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (user_id, session_id));
 CREATE TABLE IF NOT EXISTS turns (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL, seq INTEGER NOT NULL,
     turn_id TEXT NOT NULL, speaker TEXT NOT NULL, text TEXT NOT NULL, ts TEXT,
@@ -38,7 +39,7 @@ CREATE TABLE IF NOT EXISTS memories (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, text TEXT NOT NULL, key TEXT NOT NULL,
     refs TEXT NOT NULL, speakers TEXT NOT NULL, session_ids TEXT NOT NULL,
     occurred_at TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
-    attrs TEXT NOT NULL, seq INTEGER NOT NULL);
+    attrs TEXT NOT NULL, seq INTEGER NOT NULL, metadata TEXT NOT NULL DEFAULT '{}');
 CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, seq);
 CREATE INDEX IF NOT EXISTS memories_by_user_id ON memories (user_id, id);
 CREATE TABLE IF NOT EXISTS memory_vectors (
@@ -64,9 +65,13 @@ CREATE TABLE IF NOT EXISTS llm_usage (
     failures INTEGER NOT NULL, PRIMARY KEY (user_id, session_id));
 """
 
-_SESSION_FAILURE_COLUMNS = ("reflect_failures INTEGER NOT NULL DEFAULT 0", "reflect_error TEXT",
-                            "reflect_retry_at REAL")
-"""Schema 4: the columns that record a session's failed reflections."""
+_ADDED_COLUMNS = {
+    "sessions": ("reflect_failures INTEGER NOT NULL DEFAULT 0", "reflect_error TEXT",
+                 "reflect_retry_at REAL", "metadata TEXT NOT NULL DEFAULT '{}'"),
+    "memories": ("metadata TEXT NOT NULL DEFAULT '{}'",),
+}
+"""Columns added since schema 1: a session's failed reflections (schema 4), the caller's
+metadata on sessions and memories (schema 5)."""
 
 
 class _Tx:
@@ -190,10 +195,11 @@ class SQLiteStore(SQLStore):
                 if version < SCHEMA_VERSION:  # the schema above created what was missing
                     if version < 3:
                         rename_legacy_user_state(db)
-                    have = {r[1] for r in db.all("PRAGMA table_info(sessions)")}
-                    for column in _SESSION_FAILURE_COLUMNS:
-                        if column.split()[0] not in have:
-                            db.run(f"ALTER TABLE sessions ADD COLUMN {column}")
+                    for table, columns in _ADDED_COLUMNS.items():
+                        have = {r[1] for r in db.all(f"PRAGMA table_info({table})")}
+                        for column in columns:
+                            if column.split()[0] not in have:
+                                db.run(f"ALTER TABLE {table} ADD COLUMN {column}")
                     db.run("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                            (str(SCHEMA_VERSION),))
 

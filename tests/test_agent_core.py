@@ -1,0 +1,264 @@
+"""Agent memory in the core: facts added directly, get/update/delete/history of one memory,
+metadata with filters and agent/run scopes, messages in every common form.
+
+Real parts throughout: a SQLite file (PostgreSQL too for the tests marked `backends`) and
+the real packaged embedder; no LLM (the LLM-free pipeline).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from backends import split_target
+
+from rmm_core import InvalidInputError, NotFoundError, ReflectiveMemory, Turn
+from rmm_core.storage import open_store
+from rmm_core.storage.base import SCHEMA_VERSION
+from rmm_core.transfer import export_records, import_records
+
+
+def _texts(result) -> list[str]:
+    return [hit.memory.text for hit in result]
+
+
+# add --------------------------------------------------------------------------------------
+@pytest.mark.backends
+def test_a_fact_is_a_memory_at_once_with_direct_provenance(open_memory):
+    mem = open_memory()
+    [fact] = mem.add("I am allergic to peanuts.", user_id="u", metadata={"kind": "health"})
+    assert fact.text == "I am allergic to peanuts." and fact.refs == []
+    assert fact.metadata == {"kind": "health"}
+    assert [(v.version, v.reason, v.source) for v in fact.versions] == [(1, "created", "direct")]
+    assert mem.turns(user_id="u") == []  # no turn logged, nothing left to reflect
+    hits = mem.search("Which food allergy do I have?", user_id="u")
+    assert hits[0].memory.id == fact.id and "[" in hits[0].text  # dated like any memory
+    mem.close()
+    reopened = open_memory()
+    assert reopened.get(fact.id, user_id="u").metadata == {"kind": "health"}
+
+
+def test_a_long_fact_becomes_passages_that_fit_a_hit(open_memory):
+    mem = open_memory(max_hit_words=30)
+    text = " ".join(f"Sentence number {i} is about my garden and its roses." for i in range(12))
+    added = mem.add(text, user_id="u")
+    assert len(added) > 1
+    assert all(len(m.text.split()) <= 27 for m in added)
+    assert " ".join(m.text for m in added).split() == text.split()
+
+
+def test_messages_in_every_common_form_are_one_session(open_memory):
+    mem = open_memory()
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "My sister Mia moved to Lisbon last spring."},
+        {"role": "assistant", "content": [{"type": "text", "text": "Lisbon is lovely."}]},
+        ("human", "She works at an aquarium there."),
+        ("ai", "What a fun job!"),
+        {"speaker": "user", "text": "She feeds the otters."},
+        Turn("assistant", "Otters are great."),
+    ]
+    added = mem.add(messages, user_id="u", agent_id="helper")
+    turns = mem.turns(user_id="u")
+    assert [t.speaker for t in turns] == ["system", "user", "assistant", "user", "assistant",
+                                          "user", "assistant"]
+    assert turns[2].text == "Lisbon is lovely."
+    assert added and all(m.metadata == {"agent_id": "helper"} for m in added)
+    assert mem.search("Where does Mia work?", user_id="u", agent_id="helper")
+    # the same forms go through append
+    mem.append(("user", "I play the cello."), user_id="u", session_id="s2")
+    assert mem.turns(user_id="u", session_id="s2")[0].speaker == "user"
+
+
+@pytest.mark.parametrize("bad", [
+    {"role": "wizard", "content": "hi"},
+    {"role": "user"},
+    {"role": "user", "content": "hi", "extra": 1},
+    ("user", "hi", "again"),
+    ("user", 3),
+    {"role": "user", "content": [{"type": "text", "text": 5}]},
+])
+def test_malformed_messages_are_refused_and_nothing_is_written(open_memory, bad):
+    mem = open_memory()
+    with pytest.raises(InvalidInputError):
+        mem.add([("user", "fine"), bad], user_id="u")
+    assert mem.turns(user_id="u") == [] and mem.memories(user_id="u") == []
+
+
+# get / update / delete / history ------------------------------------------------------------
+@pytest.mark.backends
+def test_update_is_a_new_version_and_search_sees_the_new_text(open_memory):
+    mem = open_memory()
+    [fact] = mem.add("My favourite colour is green.", user_id="u", agent_id="a")
+    mem.add("I drive a red bicycle to work.", user_id="u")
+    updated = mem.update(fact.id, "My favourite colour is purple.", user_id="u",
+                         metadata={"checked": True})
+    assert updated.text == "My favourite colour is purple."
+    assert updated.metadata == {"agent_id": "a", "checked": True}
+    history = mem.history(fact.id, user_id="u")
+    assert [(v.version, v.reason, v.text) for v in history] == [
+        (1, "created", "My favourite colour is green."),
+        (2, "update", "My favourite colour is purple.")]
+    top = mem.search("purple", user_id="u", k=1)[0]
+    assert top.memory.id == fact.id and "purple" in top.text
+    assert mem.search("colour", user_id="u", filters={"checked": True})[0].memory.id == fact.id
+
+
+@pytest.mark.backends
+def test_delete_removes_the_memory_its_history_and_its_hits(open_memory):
+    mem = open_memory()
+    [fact] = mem.add("My locker code is 4711.", user_id="u")
+    [other] = mem.add("I swim on Tuesdays.", user_id="u")
+    mem.delete(fact.id, user_id="u")
+    assert [m.id for m in mem.memories(user_id="u")] == [other.id]
+    assert fact.id not in [h.memory.id for h in mem.search("locker code", user_id="u")]
+    for call in (mem.get, mem.history, mem.delete):
+        with pytest.raises(NotFoundError):
+            call(fact.id, user_id="u")
+    with pytest.raises(NotFoundError):
+        mem.update(fact.id, "new text", user_id="u")
+    if not mem.store.url.startswith("postgresql"):
+        with sqlite3.connect(mem.store.path) as db:
+            assert not db.execute("SELECT COUNT(*) FROM memory_versions WHERE memory_id = ?",
+                                  (fact.id,)).fetchone()[0]
+
+
+def test_one_users_memory_is_not_found_for_another(open_memory):
+    mem = open_memory()
+    [fact] = mem.add("I keep bees.", user_id="alice")
+    for call in (mem.get, mem.history, mem.delete):
+        with pytest.raises(NotFoundError):
+            call(fact.id, user_id="bob")
+    with pytest.raises(NotFoundError):
+        mem.update(fact.id, "bob was here", user_id="bob")
+    assert mem.get(fact.id, user_id="alice").text == "I keep bees."
+
+
+def test_a_reflected_memory_can_be_updated_and_keeps_its_refs(open_memory):
+    mem = open_memory()
+    [memory] = mem.add_session([Turn("user", "I adopted a grey cat named Pixel.", "t1")],
+                               user_id="u")
+    updated = mem.update(memory.id, "I adopted a grey cat named Pixel in March.", user_id="u")
+    assert updated.refs == ["t1"]
+    assert [v.reason for v in updated.versions] == ["created", "update"]
+
+
+# metadata, filters and scopes ----------------------------------------------------------------
+@pytest.mark.backends
+def test_filters_and_scopes_narrow_search(open_memory):
+    mem = open_memory()
+    mem.add("The launch checklist lives in the blue binder.", user_id="u", agent_id="ops",
+            run_id="r1", metadata={"priority": 1, "urgent": True})
+    mem.add("The launch party is on Friday evening.", user_id="u", agent_id="social",
+            metadata={"priority": 2, "urgent": False})
+    mem.add("The launch budget is 40,000 euros.", user_id="u", metadata={"priority": 1.0})
+
+    assert len(mem.search("launch", user_id="u")) == 3
+    assert _texts(mem.search("launch", user_id="u", agent_id="ops")) == [
+        "The launch checklist lives in the blue binder."]
+    assert _texts(mem.search("launch", user_id="u", agent_id="ops", run_id="r2")) == []
+    assert len(mem.search("launch", user_id="u", filters={"priority": 1})) == 2  # 1 == 1.0
+    assert len(mem.search("launch", user_id="u", filters={"agent_id": ["ops", "social"]})) == 2
+    assert _texts(mem.search("launch", user_id="u", filters={"urgent": True})) == [
+        "The launch checklist lives in the blue binder."]
+    assert len(mem.search("launch", user_id="u", filters={"urgent": 1})) == 0  # bool is not 1
+    assert len(mem.search("launch", user_id="u", filters={"missing": "x"})) == 0
+
+
+@pytest.mark.parametrize("kw", [
+    {"filters": {"k": {"nested": 1}}}, {"filters": {"k": []}}, {"filters": {"k": float("nan")}},
+    {"filters": ["k"]}, {"filters": {3: "x"}}, {"agent_id": 7},
+    {"agent_id": "a", "filters": {"agent_id": "b"}},
+])
+def test_bad_filters_are_refused(open_memory, kw):
+    mem = open_memory()
+    mem.add("something", user_id="u")
+    with pytest.raises(InvalidInputError):
+        mem.search("something", user_id="u", **kw)
+
+
+@pytest.mark.parametrize("kw", [
+    {"metadata": "label"}, {"metadata": {"x": float("inf")}}, {"metadata": {"x": object()}},
+    {"metadata": {"x": "\ud800"}}, {"run_id": ""}, {"agent_id": "a", "metadata": {"agent_id": "b"}},
+])
+def test_bad_metadata_is_refused_and_nothing_is_written(open_memory, kw):
+    mem = open_memory()
+    with pytest.raises(InvalidInputError):
+        mem.add("a fact", user_id="u", **kw)
+    with pytest.raises(InvalidInputError):
+        mem.add([("user", "a message")], user_id="u", **kw)
+    assert mem.memories(user_id="u") == [] and mem.turns(user_id="u") == []
+
+
+def test_a_session_keeps_its_metadata(open_memory):
+    mem = open_memory()
+    mem.append(("user", "hello"), user_id="u", session_id="s", agent_id="a")
+    mem.append(("user", "again"), user_id="u", session_id="s")  # none given: the session's
+    with pytest.raises(InvalidInputError):
+        mem.append(("user", "hi"), user_id="u", session_id="s", agent_id="b")
+    assert len(mem.turns(user_id="u")) == 2
+    memories = mem.end_session(user_id="u", session_id="s")
+    assert memories and all(m.metadata == {"agent_id": "a"} for m in memories)
+
+
+def test_reflection_does_not_merge_across_scopes(open_memory):
+    mem = open_memory()
+    text = [("user", "I water the tomato plants every morning before breakfast.")]
+    [a] = mem.add(text, user_id="u", agent_id="a")
+    [b] = mem.add(text, user_id="u", agent_id="b")
+    [a2] = mem.add(text, user_id="u", agent_id="a")
+    assert a.id != b.id and a2.id == a.id  # the same text merges within its scope only
+    assert mem.get(b.id, user_id="u").metadata == {"agent_id": "b"}
+
+
+@pytest.mark.backends
+def test_metadata_survives_export_and_import(open_memory, tmp_path):
+    mem = open_memory()
+    mem.add("I speak Portuguese.", user_id="u", agent_id="tutor")
+    mem.append(("user", "Let us practise verbs."), user_id="u", session_id="open",
+               run_id="r9")
+    records = list(export_records(mem.store, "u"))
+    other = ReflectiveMemory.open(str(tmp_path / "copy.sqlite"), embedder=mem.embedder)
+    import_records(other.store, records)
+    assert [m.metadata for m in other.memories(user_id="u")] == [{"agent_id": "tutor"}]
+    assert other.store.session("u", "open").metadata == {"run_id": "r9"}
+    assert other.search("language", user_id="u", agent_id="tutor")
+    other.close()
+
+
+# schema -------------------------------------------------------------------------------------
+@pytest.mark.backends
+def test_schema_4_stores_gain_metadata_columns(store_target, embedder):
+    mem = ReflectiveMemory.open(store_target, embedder=embedder)
+    mem.add_session([Turn("user", "I collect vinyl records.", "t1")], user_id="u",
+                    session_id="s")
+    mem.close()
+    _downgrade_to_schema_4(store_target)
+    mem = ReflectiveMemory.open(store_target, embedder=embedder)
+    [memory] = mem.memories(user_id="u")
+    assert memory.metadata == {} and mem.store.session("u", "s").metadata == {}
+    mem.add("I collect stamps too.", user_id="u", agent_id="a")
+    assert _texts(mem.search("collect", user_id="u", agent_id="a")) == ["I collect stamps too."]
+    mem.close()
+    store = open_store(store_target)
+    assert SCHEMA_VERSION == 5
+    store.close()
+
+
+def _downgrade_to_schema_4(target: str) -> None:
+    """The tables as schema 4 had them: no metadata on sessions and memories."""
+    drop = ["ALTER TABLE sessions DROP COLUMN metadata",
+            "ALTER TABLE memories DROP COLUMN metadata",
+            "UPDATE meta SET value = '4' WHERE key = 'schema_version'"]
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        base, schema = split_target(target)
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"SET search_path TO {schema}")
+            for statement in drop:
+                conn.execute(statement)
+    else:
+        with sqlite3.connect(target) as db:
+            for statement in drop:
+                db.execute(statement)
