@@ -126,7 +126,8 @@ class RMMMiddleware(AgentMiddleware):
         if scope is None or not query:
             return None
         return self._guarded("recall failed", lambda: self.memory.search(
-            query, user_id=scope.user_id, k=self.k))
+            query, user_id=scope.user_id, k=self.k, agent_id=scope.agent_id,
+            run_id=scope.run_id))
 
     def _with_memories(self, request: ModelRequest, recalled: SearchResult | None
                        ) -> ModelRequest:
@@ -146,7 +147,8 @@ class RMMMiddleware(AgentMiddleware):
         session_id = thread_id or uuid.uuid4().hex
 
         def log() -> None:
-            self.memory.append(turns, user_id=scope.user_id, session_id=session_id)
+            self.memory.append(turns, user_id=scope.user_id, session_id=session_id,
+                               agent_id=scope.agent_id, run_id=scope.run_id)
             if thread_id is None:
                 self.memory.end_session(user_id=scope.user_id, session_id=session_id)
 

@@ -88,3 +88,14 @@ def test_bad_input_raises_even_when_not_strict(mem, chat_model):
     with pytest.raises(InvalidInputError):
         ask(agent, "x" * 4_000_001, context={"user_id": "u1"})
     assert mem.store.users() == []
+
+
+def test_agent_scope_from_the_run_tags_and_narrows_memories(mem, chat_model):
+    model = chat_model("Noted.", "Biscuit.", "No idea.")
+    agent = create_agent(model, middleware=[RMMMiddleware(mem)])
+    ask(agent, FACT, context={"user_id": "u1", "agent_id": "vet"})  # no thread: reflected
+    assert {m.metadata.get("agent_id") for m in mem.memories(user_id="u1")} == {"vet"}
+    ask(agent, context={"user_id": "u1", "agent_id": "vet"})
+    assert "Biscuit" in model.system_prompt()
+    ask(agent, context={"user_id": "u1", "agent_id": "chef"})
+    assert "Biscuit" not in model.system_prompt()
