@@ -71,9 +71,12 @@ class RMMMiddleware(AgentMiddleware):
 
     state_schema = RMMState
 
-    def __init__(self, memory: ReflectiveMemory, *, k: int = 5, user_key: str = "user_id",
-                 speakers: Mapping[str, str] = ROLE_SPEAKERS, citations: bool = False,
-                 on_missing_user: str = "raise", strict: bool = False) -> None:
+    def __init__(self, memory: ReflectiveMemory | str, *, k: int = 5,
+                 user_key: str = "user_id", speakers: Mapping[str, str] = ROLE_SPEAKERS,
+                 citations: bool = False, on_missing_user: str = "raise",
+                 strict: bool = False) -> None:
+        if isinstance(memory, str):  # a path or database URL: open it with the defaults
+            memory = ReflectiveMemory.open(memory)
         if not isinstance(memory, ReflectiveMemory):
             raise InvalidInputError(
                 f"memory must be a ReflectiveMemory, not {type(memory).__name__}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from llama_index.core.async_utils import asyncio_run
@@ -40,10 +41,10 @@ def _new_session_id() -> str:
 class RMMMemory(BaseMemory):
     """Recent chat history plus the long-term memories recalled for the current message.
 
-    The chat window is LlamaIndex's SQL-backed `Memory` (`window`): with
-    `async_database_uri` set to a database file it is there again after a restart, for the
-    same `session_id`. Every user/assistant message with text that is put (or set) here is
-    appended at once, with its time, to the durable turn log of `session_id`; system
+    The chat window is LlamaIndex's SQL-backed `Memory` (`window`): kept in a database file
+    (see `from_defaults`), it is there again after a restart, for the same `session_id`.
+    Every user/assistant message with text that is put (or set) here is appended at once,
+    with its time, to the durable turn log of `session_id`; system
     messages, tool outputs and tool-call-only messages stay in the window only. `get(input)`
     returns one system message with the memories recalled for `input` (default: the latest
     user message), then the window. `reset()` (what a chat engine's `reset()` calls) and
@@ -77,18 +78,25 @@ class RMMMemory(BaseMemory):
 
     @classmethod
     def from_defaults(  # type: ignore[override]
-        cls, memory: ReflectiveMemory, user_id: str, session_id: str | None = None,
+        cls, memory: ReflectiveMemory | str, user_id: str, session_id: str | None = None,
         token_limit: int | None = None, k: int = 5,
         chat_history: list[ChatMessage] | None = None, llm: LLM | None = None,
         tokenizer_fn: Any = None, async_database_uri: str | None = None,
         table_name: str = "llama_index_memory", memory_token_ratio: float = 0.3,
         strict: bool = False, **kwargs: Any,
     ) -> RMMMemory:
-        """Memory for one user's chat `session_id`. `token_limit` defaults to 75% of the
-        `llm`'s context window (or 3000 tokens); `async_database_uri` (for example
-        `"sqlite+aiosqlite:///chat.sqlite"`) keeps the window across restarts."""
+        """Memory for one user's chat `session_id`; `memory` may be a path or URL to open.
+        The window lives in `async_database_uri` (for example
+        `"sqlite+aiosqlite:///chat.sqlite"`), by default in the memory's own SQLite file when
+        `memory` is a file path, else in process memory (gone after a restart).
+        `token_limit` defaults to 75% of the `llm`'s context window (or 3000 tokens)."""
         if kwargs:
             raise InvalidInputError(f"unexpected argument(s) {sorted(kwargs)}")
+        check_id(user_id, "user_id")  # before a path is opened
+        if isinstance(memory, str):
+            if async_database_uri is None and memory != ":memory:" and "://" not in memory:
+                async_database_uri = f"sqlite+aiosqlite:///{Path(memory).resolve()}"
+            memory = ReflectiveMemory.open(memory)
         check_id(session_id, "session_id", optional=True)
         if token_limit is None:
             token_limit = int(llm.metadata.context_window * 0.75) if llm else 3000

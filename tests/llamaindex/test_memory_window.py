@@ -107,3 +107,14 @@ def test_an_invalid_user_fails_when_the_memory_is_built(open_memory, user_id):
     with pytest.raises(InvalidInputError, match="user_id"):
         RMMMemory.from_defaults(memory=open_memory(), user_id=user_id)
 
+
+
+def test_a_memory_opened_from_a_path_keeps_its_window_in_that_file(tmp_path):
+    path = str(tmp_path / "memory.sqlite")
+    memory = RMMMemory.from_defaults(memory=path, user_id="u1", session_id="c1")
+    SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory).chat(FACT)
+    memory.memory.close()
+    again = RMMMemory.from_defaults(memory=path, user_id="u1", session_id="c1")
+    assert [m.content for m in again.get_all()] == [FACT, "text"]
+    assert [t.text for t in again.memory.turns(user_id="u1")] == [FACT, "text"]
+    again.memory.close()
