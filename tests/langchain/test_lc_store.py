@@ -150,3 +150,17 @@ def test_create_agent_tools_use_runtime_store_and_see_what_the_middleware_learne
     learned = [i for i in store.search(NS, limit=20) if i.key != "fact-1"]
     assert any("allergy" in i.value["content"] for i in learned)
     assert store.get(NS, learned[0].key).value == learned[0].value
+
+
+@pytest.mark.parametrize("query", [
+    {}, {"prefix": ("memories", "u1")}, {"suffix": ("coach",)}, {"prefix": ("memories", "*")},
+    {"suffix": ("*", "chef")}, {"max_depth": 2}, {"limit": 2, "offset": 1},
+    {"prefix": ("notes",)},
+], ids=str)
+def test_list_namespaces_matches_langgraphs_in_memory_store(mem, query):
+    store = RMMStore(mem, namespace=("memories", "{user_id}", "{agent_id}"))
+    reference = InMemoryStore()
+    for user, agent in [("u1", "chef"), ("u1", "coach"), ("u2", "chef"), ("u3", "coach")]:
+        for s in (store, reference):
+            s.put(("memories", user, agent), "k", {"content": f"{user} talks to {agent}"})
+    assert store.list_namespaces(**query) == reference.list_namespaces(**query)
