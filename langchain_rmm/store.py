@@ -131,7 +131,9 @@ class RMMStore(BaseStore):
         if op.query:
             result = self.memory.search(op.query, user_id=user_id, k=op.offset + op.limit,
                                         filters=filters)
-            scored = [(hit.memory, hit.score) for hit in result][op.offset:]
+            # turns still waiting for reflection are hits but not items (no key to get)
+            scored = [(hit.memory, hit.score) for hit in result
+                      if not hit.memory.attrs.get("provisional")][op.offset:]
         else:
             wanted = check_filters(filters)
             listed = [m for m in self.memory.memories(user_id=user_id)
