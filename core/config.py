@@ -52,6 +52,14 @@ class MemoryConfig(BaseModel):
     session_max_turns: int | None = Field(
         200, ge=1, description="Unreflected turns that trigger reflection of an open session.")
     context_dates: bool = Field(True, description="Prefix each hit's text with its date.")
+    background_reflection: bool = Field(
+        False, description="A daemon thread (started by open, stopped by close) reflects "
+                           "ended and idle sessions; requests then never reflect idle ones.")
+    reflection_interval: float = Field(
+        10.0, gt=0, le=3600, description="Seconds between the background worker's sweeps.")
+    immediate_recall: bool = Field(
+        True, description="Search also returns turns not yet reflected, as provisional hits "
+                          "(id `turn:<turn id>`, attrs['provisional']).")
     synchronous: Literal["NORMAL", "FULL"] = Field(
         "NORMAL", description="SQLite durability: NORMAL survives a process crash, FULL a "
                               "power loss too (slower commits). PostgreSQL: the server's own.")

@@ -9,6 +9,7 @@ topic often spills over a segment boundary.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,21 +96,24 @@ class Corpus:
     freqs: Counter
 
     @classmethod
-    def of(cls, docs: list[list[str]]) -> Corpus:
+    def of(cls, docs: list[list[str]] | list[Counter]) -> Corpus:
         freqs = Counter(token for doc in docs for token in set(doc))
-        return cls(len(docs), sum(map(len, docs)) / max(len(docs), 1), freqs)
+        lengths = [d.total() if isinstance(d, Counter) else len(d) for d in docs]
+        return cls(len(docs), sum(lengths) / max(len(docs), 1), freqs)
 
-    def scores(self, query: list[str], docs: list[list[str]], k1: float = 1.5,
+    def scores(self, query: list[str], docs: list[Counter], k1: float = 1.5,
                b: float = 0.75) -> np.ndarray:
         """BM25 (the Lucene variant, bm25s's default and parameters) of texts outside the
-        corpus, as if they were in it: its document frequencies and mean length."""
+        corpus (each as its token counts), as if they were in it: the corpus's document
+        frequencies and mean length."""
         out = np.zeros(len(docs), dtype=np.float32)
         length = max(self.mean_length, 1.0)
-        for i, doc in enumerate(docs):
-            counts = Counter(doc)
-            norm = k1 * (1 - b + b * len(doc) / length)
-            out[i] = sum(np.log(1 + (self.n - self.freqs[t] + 0.5) / (self.freqs[t] + 0.5))
-                         * counts[t] / (counts[t] + norm) for t in set(query) if t in counts)
+        idf = {t: math.log(1 + (self.n - self.freqs[t] + 0.5) / (self.freqs[t] + 0.5))
+               for t in set(query)}
+        for i, counts in enumerate(docs):
+            norm = k1 * (1 - b + b * counts.total() / length)
+            out[i] = sum(w * counts[t] / (counts[t] + norm) for t, w in idf.items()
+                         if t in counts)
         return out
 
 
@@ -121,6 +125,19 @@ class Scale:
     lexical: tuple[float, float]
     unit: tuple[float, float]
     turn: tuple[float, float]
+
+    @classmethod
+    def of(cls, lexical: np.ndarray, dense: np.ndarray) -> Scale:
+        """The scale of items with no bank to compare with: their own."""
+        return cls(_stats(lexical), _stats(dense), _stats(dense))
+
+    def fuse(self, weights: FusionWeights, lexical: np.ndarray, dense: np.ndarray
+             ) -> np.ndarray:
+        """The fused score of items with one vector each (it is their unit and turn vector);
+        no neighbour smoothing."""
+        return (weights.lexical * _scaled(lexical, self.lexical)
+                + weights.dense * _scaled(dense, self.unit)
+                + weights.turn * _scaled(dense, self.turn))
 
 
 @dataclass(slots=True)

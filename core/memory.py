@@ -9,7 +9,7 @@ import time
 import uuid
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -23,10 +23,11 @@ from .context import hit_text
 from .embed import Embedder, default_embedder
 from .errors import FeedbackError, InvalidInputError, NotFoundError, RMMError
 from .extract import Extractor
-from .index import FusionWeights, UserIndex, english_stemmer
+from .index import FusionWeights, Scale, UserIndex, english_stemmer
 from .llm import MeteredLLM, metered, usage_scope
 from .metadata import check_filters, check_metadata, matches
 from .pipeline import build_pipeline
+from .provisional import OpenTurns
 from .reconcile import Reconciler
 from .reflect import Pipeline, Reflector
 from .rerank import LearnedReranker
@@ -48,10 +49,13 @@ from .types import (
     utcnow,
 )
 from .units import passages
+from .worker import ReflectionWorker
 from .workflows import WorkflowMemory
 from .working import WorkingContext
 
 TurnLike = Turn | Mapping[str, Any] | tuple[str, str]
+Candidate = tuple[Memory, float, np.ndarray]
+"""A search candidate before reranking: the memory, its fused score, its vector rows."""
 log = logging.getLogger("rmm_core.memory")
 
 
@@ -89,9 +93,17 @@ class ReflectiveMemory:
             self._reflector.after_commit = keeper_for(store, self.embedder, self.config,
                                                       self.llm)
         self._reranker = LearnedReranker(store, self.config)
-        self._last_sweep = 0.0
+        self._open_turns = OpenTurns(store, self.embedder, unit_words=unit_words(self.config),
+                                     stemmer=self._stemmer)
+        self._last_sweep: dict[str, float] = {}
         _check_dimension(store, self.embedder)
-        if not store.read_only:  # a read-only store is searched as it is
+        self._worker: ReflectionWorker | None = None
+        if store.read_only:  # a read-only store is searched as it is
+            return
+        if self.config.background_reflection:  # its first sweep does what open() did
+            self._worker = ReflectionWorker(self._sweep, self.config.reflection_interval)
+            self._worker.start()
+        else:
             self.reflect_pending()
 
     # construction --------------------------------------------------------------------------
@@ -127,6 +139,10 @@ class ReflectiveMemory:
             raise
 
     def close(self) -> None:
+        """Stop the background worker (a reflection under way finishes), log any batched
+        reranker steps, close the store."""
+        if self._worker is not None:
+            self._worker.stop()
         self._reranker.flush()
         self.store.close()
 
@@ -161,11 +177,14 @@ class ReflectiveMemory:
         if limit and state and state.n_turns - state.reflected >= limit and \
                 state.failures < self.config.reflection_max_attempts:
             self._reflect_quietly(state)
-        self._sweep_idle()
+        if self._worker is None:  # the worker reflects idle sessions, else the caller's own
+            self._sweep_idle(user_id)
         return stored
 
-    def end_session(self, *, user_id: str, session_id: str) -> list[Memory]:
-        """End a session and run prospective reflection on it now.
+    def end_session(self, *, user_id: str, session_id: str, wait: bool = True
+                    ) -> list[Memory]:
+        """End a session and run prospective reflection on it now (`wait=False`: only mark
+        it ended, for the background worker or `reflect_pending`, and return []).
 
         LLM failures fall back to the LLM-free stages. Any other failure is recorded on the
         session (retried later, see `reflection_max_attempts`) and raised: an `RMMError`, or
@@ -175,6 +194,10 @@ class ReflectiveMemory:
         session_id = check_id(session_id, "session_id")
         if not self.store.mark_ended(user_id, session_id):
             raise InvalidInputError(f"no session {session_id!r} for this user")
+        if not wait:
+            if self._worker is not None:
+                self._worker.wake()
+            return []
         state = self.store.session(user_id, session_id)
         return self._reflector.reflect(state) if state else []
 
@@ -270,16 +293,28 @@ class ReflectiveMemory:
         all (`retry_failed=True` tries every such session now). Never raises for one
         session's failure.
         """
+        return self._reflect_pending(all_open=all_open, retry_failed=retry_failed)
+
+    def _reflect_pending(self, *, user_id: str | None = None, all_open: bool = False,
+                         retry_failed: bool = False,
+                         stopping: Callable[[], bool] = lambda: False) -> list[Memory]:
+        """`reflect_pending` for every user or one, until `stopping()` (checked between
+        sessions) turns true."""
         timeout = self.config.session_idle_timeout
         idle_before = time.time() - timeout if timeout else None
         if all_open:
             idle_before = float("inf")
         limit = None if retry_failed else self.config.reflection_max_attempts
         out: list[Memory] = []
-        for state in self.store.pending_sessions(idle_before, max_failures=limit):
+        for state in self.store.pending_sessions(idle_before, user_id, max_failures=limit):
+            if stopping():
+                break
             out += self._reflect_quietly(state)
-        self._last_sweep = time.time()
         return out
+
+    def _sweep(self, stopping: Callable[[], bool]) -> None:
+        """The background worker's round: every user's ended and idle sessions."""
+        self._reflect_pending(stopping=stopping)
 
     def _reflect_quietly(self, state: SessionState) -> list[Memory]:
         """Reflect a session for someone other than its explicit `end_session` caller: a
@@ -291,10 +326,18 @@ class ReflectiveMemory:
                         state.session_id, state.failures + 1, exc)
             return []
 
-    def _sweep_idle(self) -> None:
+    def _sweep_idle(self, user_id: str) -> None:
+        """Reflect the caller's own ended or idle sessions (checked at most once a minute per
+        user): a request never pays for another user's sessions, which wait for the worker,
+        `reflect_pending` or `rmm reflect`."""
         timeout = self.config.session_idle_timeout
-        if timeout and time.time() - self._last_sweep > min(timeout, 60.0):
-            self.reflect_pending()
+        now = time.time()
+        if timeout and now - self._last_sweep.get(user_id, 0.0) > min(timeout, 60.0):
+            with self._index_lock:
+                self._last_sweep[user_id] = now
+                while len(self._last_sweep) > 10_000:
+                    self._last_sweep.pop(next(iter(self._last_sweep)))
+            self._reflect_pending(user_id=user_id)
 
     # read path ------------------------------------------------------------------------------
     def search(self, query: str, *, user_id: str, k: int = 5,
@@ -315,28 +358,28 @@ class ReflectiveMemory:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
         wanted = check_filters(filters, agent_id=agent_id, run_id=run_id)
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
-        index = self._index(user_id)
-        if not query.strip() or not len(index):
+        if not query.strip():
             return result
-        subset = np.flatnonzero([matches(m, wanted) for m in index.metadata]) \
-            if wanted else None
+        # open turns before the index: a turn reflected in between is then in both, and
+        # dropped from the open ones below (the other order could miss it in both)
+        opened = [(t, m) for t, m in self._open_turns.open(user_id) if matches(m, wanted)] \
+            if self.config.immediate_recall else []
+        index = self._index(user_id)
+        if not len(index) and not opened:
+            return result
         query_vec = self.embedder.embed([query])[0]
-        found = index.search(query, query_vec, top=max(k, self.config.candidates),
-                             weights=self._weights, subset=subset)
-        stored = {m.id: m for m in self.store.memories(
-            user_id, [index.ids[p] for p in found.positions])}
-        # a memory forgotten since the index snapshot was taken drops out
-        found_now = [(p, s) for p, s in zip(found.positions, found.fused)
-                     if index.ids[p] in stored]
-        candidates = []
-        for rank, (p, score) in enumerate(found_now):
-            m = stored[index.ids[p]]
-            candidates.append(MemoryHit(m, float(score), hit_text(
-                m, dates=self.config.context_dates), rank))
+        top = max(k, self.config.candidates)
+        found, scale = self._memory_candidates(user_id, index, query, query_vec, top, wanted)
+        covered = {r for m, _, _ in found for r in m.refs}
+        found += [(p.memory, p.score, p.vectors) for p in self._open_turns.score(
+            user_id, [(t, m) for t, m in opened if t.id not in covered], query, query_vec,
+            self._weights, scale, index.corpus if scale else None, top)]
+        found = sorted(found, key=lambda item: -item[1])[:top]
+        candidates = [MemoryHit(m, float(score), hit_text(m, dates=self.config.context_dates),
+                                rank) for rank, (m, score, _) in enumerate(found)]
         result.candidates = candidates
         result.hits, ranking = self._reranker.rerank(
-            user_id, query_vec, candidates, [index.rows_of(p) for p, _ in found_now], k,
-            explore=explore)
+            user_id, query_vec, candidates, [rows for _, _, rows in found], k, explore=explore)
         if follow_links:
             from .notes import follow_links as with_links
 
@@ -346,8 +389,26 @@ class ReflectiveMemory:
                                                       if c.memory.id not in top)],
                 query_vec, k=k, per_hit=self.config.note_follow,
                 text_of=lambda m: hit_text(m, dates=self.config.context_dates))
+            result.hits = [h for h in result.hits if matches(h.memory.metadata, wanted)]
         result.state = {"query_vec": query_vec, "ranking": ranking}
         return result
+
+    def _memory_candidates(self, user_id: str, index: UserIndex, query: str,
+                           query_vec: np.ndarray, top: int,
+                           wanted: Mapping[str, Any]) -> tuple[list[Candidate], Scale | None]:
+        """The fused top memories that match `wanted`, each with its score and vector rows,
+        and the scale their signals were z-scored on (None: nothing scored)."""
+        if not len(index):
+            return [], None
+        subset = np.flatnonzero([matches(m, wanted) for m in index.metadata]) \
+            if wanted else None
+        found = index.search(query, query_vec, top=top, weights=self._weights, subset=subset)
+        stored = {m.id: m for m in self.store.memories(
+            user_id, [index.ids[p] for p in found.positions])}
+        # a memory forgotten since the index snapshot was taken drops out
+        return [(stored[index.ids[p]], float(score), index.rows_of(p))
+                for p, score in zip(found.positions, found.fused)
+                if index.ids[p] in stored], found.scale
 
     def feedback(self, result: SearchResult, cited: Sequence[str]) -> None:
         """One REINFORCE step from the memories an answer cited (retrospective reflection).

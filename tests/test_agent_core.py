@@ -8,6 +8,8 @@ the real packaged embedder; no LLM (the LLM-free pipeline).
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 
 import pytest
 from backends import split_target
@@ -262,3 +264,146 @@ def _downgrade_to_schema_4(target: str) -> None:
         with sqlite3.connect(target) as db:
             for statement in drop:
                 db.execute(statement)
+
+
+# immediate recall ----------------------------------------------------------------------------
+CHAT = [
+    ("user", "I started learning the cello in January."),
+    ("assistant", "That is a beautiful instrument."),
+    ("user", "My teacher is called Ingrid and she lives in Bergen."),
+    ("assistant", "Bergen is a lovely city."),
+]
+
+
+@pytest.mark.backends
+def test_a_fact_said_one_turn_earlier_is_found_without_end_session(open_memory):
+    mem = open_memory()
+    mem.append(CHAT, user_id="u", session_id="thread-1")
+    assert mem.memories(user_id="u") == []
+    hits = mem.search("What is my teacher called?", user_id="u", k=3)
+    top = hits[0]
+    assert top.memory.id == "turn:thread-1:3" and top.refs == ["thread-1:3"]
+    assert top.memory.attrs == {"provisional": True}
+    assert top.text == "user: My teacher is called Ingrid and she lives in Bergen."
+    assert len({h.memory.id for h in hits}) == len(hits)
+
+
+def test_reflection_replaces_provisional_hits_with_no_duplicates(open_memory):
+    mem = open_memory()
+    mem.append(CHAT, user_id="u", session_id="t")
+    mem.end_session(user_id="u", session_id="t")
+    hits = mem.search("Who teaches me the cello?", user_id="u", k=5)
+    assert hits and not any(h.memory.attrs.get("provisional") for h in hits)
+    refs = [r for h in hits for r in h.refs]
+    assert len(refs) == len(set(refs))
+    mem.append(("user", "Ingrid also teaches piano."), user_id="u", session_id="t")
+    hits = mem.search("Ingrid", user_id="u", k=5)
+    assert [h.memory.id for h in hits if h.memory.attrs.get("provisional")] == ["turn:t:5"]
+    refs = [r for h in hits for r in h.refs]
+    assert len(refs) == len(set(refs))
+
+
+def test_provisional_hits_rank_among_memories(open_memory):
+    mem = open_memory()
+    topics = ["I repaired the roof of my garage after the storm.",
+              "My daughter scored two goals in her football match.",
+              "We are planning a road trip through Scotland in May.",
+              "I bake sourdough bread every Sunday morning.",
+              "The quarterly report is due at the end of the month."]
+    for i, text in enumerate(topics):
+        mem.add_session([("user", text), ("assistant", "Tell me more.")], user_id="u",
+                        session_id=f"old{i}")
+    mem.append(CHAT, user_id="u", session_id="new")
+    assert mem.search("What is my teacher called?", user_id="u")[0].memory.id == "turn:new:3"
+    top = mem.search("When is the road trip through Scotland?", user_id="u")[0]
+    assert "Scotland" in top.text and not top.memory.attrs.get("provisional")
+
+
+def test_a_long_open_turn_is_found_by_its_passage_within_the_hit_budget(open_memory):
+    mem = open_memory(max_hit_words=40)
+    filler = " ".join(f"Paragraph {i} talks about weather, trains and coffee." for i in range(20))
+    mem.append([("assistant", f"{filler} Your dentist appointment is on the 14th of June. "
+                             f"{filler}")], user_id="u", session_id="s")
+    hit = mem.search("When is my dentist appointment?", user_id="u")[0]
+    assert "dentist" in hit.text and hit.refs == ["s:1"]
+    assert len(hit.text.split()) <= 40
+
+
+def test_provisional_hits_follow_filters_and_can_be_turned_off(open_memory):
+    mem = open_memory()
+    mem.append(CHAT, user_id="u", session_id="t", agent_id="tutor")
+    assert mem.search("cello teacher", user_id="u", agent_id="tutor")
+    assert not mem.search("cello teacher", user_id="u", agent_id="chef")
+    assert not mem.search("cello teacher", user_id="bob")
+    mem.close()
+    assert not open_memory(immediate_recall=False).search("cello teacher", user_id="u")
+
+
+# reflection off the request path ---------------------------------------------------------------
+class _Reflections:
+    """Counts the reflections a memory runs, by user and by thread."""
+
+    def __init__(self, mem: ReflectiveMemory) -> None:
+        self.calls: list[tuple[str, str]] = []
+        inner = mem._reflector.reflect
+
+        def reflect(state):
+            self.calls.append((state.user_id, threading.current_thread().name))
+            return inner(state)
+
+        mem._reflector.reflect = reflect
+
+    def of(self, user_id: str) -> list[str]:
+        return [thread for user, thread in self.calls if user == user_id]
+
+
+def _idle_session(mem: ReflectiveMemory, user_id: str, session_id: str) -> None:
+    """A session whose last turn came two idle timeouts ago."""
+    mem.store.append_turns(user_id, session_id, [Turn("user", f"{user_id} likes tea.")], None,
+                           time.time() - 2 * mem.config.session_idle_timeout)
+
+
+def test_a_request_never_reflects_another_users_session(open_memory):
+    mem = open_memory()
+    spy = _Reflections(mem)
+    _idle_session(mem, "victim", "v")
+    _idle_session(mem, "caller", "old")
+    mem.append(("user", "hello"), user_id="caller", session_id="new")
+    assert spy.of("victim") == []  # waits for the worker or reflect_pending
+    assert spy.of("caller") == ["MainThread"]  # the caller's own idle session
+    assert mem.memories(user_id="victim") == []
+    mem.reflect_pending()
+    assert spy.of("victim") == ["MainThread"] and mem.memories(user_id="victim")
+
+
+def test_the_background_worker_reflects_off_the_request_path(open_memory):
+    mem = open_memory(background_reflection=True, reflection_interval=0.05)
+    spy = _Reflections(mem)
+    _idle_session(mem, "victim", "v")
+    _idle_session(mem, "caller", "old")
+    mem.append(("user", "My bike is green."), user_id="caller", session_id="new")
+    mem.end_session(user_id="caller", session_id="new", wait=False)
+    _wait_for(lambda: len(mem.memories(user_id="victim")) and
+              len(mem.memories(user_id="caller")) >= 2)
+    assert spy.calls and {thread for _, thread in spy.calls} == {"rmm-reflection"}
+    worker = mem._worker._thread
+    mem.close()
+    assert not worker.is_alive()
+
+
+def test_open_leaves_crash_recovery_to_the_worker(store_target, embedder):
+    mem = ReflectiveMemory.open(store_target, embedder=embedder)
+    mem.append(("user", "I left the oven on."), user_id="u", session_id="s")
+    mem.store.mark_ended("u", "s")  # as a crash after end_session's mark would leave it
+    mem.close()
+    mem = ReflectiveMemory.open(store_target, embedder=embedder, background_reflection=True,
+                                reflection_interval=0.05)
+    _wait_for(lambda: mem.memories(user_id="u"))
+    mem.close()
+
+
+def _wait_for(condition, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the worker did not get there"
+        time.sleep(0.02)

@@ -55,12 +55,14 @@ def test_a_failed_reflection_is_recorded_and_spares_others(store_target, embedde
     state = mem.store.session("victim", "v")
     assert state.failures == 1 and "compressor crashed" in state.last_error
     assert [t.id for t in mem.turns(user_id="victim")] == ["v:1", "v:2"]  # turns kept
-    # another user's append runs the idle sweep, which retries the victim's session: the
-    # failure is recorded there, and the other user's call succeeds with its turn stored
+    # another user's append leaves the victim's session alone; the sweep retries it (the
+    # failure is recorded there) without raising
     time.sleep(0.6)
     stored = mem.append([Turn("Cleo", "My cat Miso is two.", "c:1")], user_id="other",
                         session_id="c")
     assert [t.id for t in stored] == ["c:1"]
+    assert mem.store.session("victim", "v").failures == 1
+    assert mem.reflect_pending() == []
     assert mem.store.session("victim", "v").failures == 2
     assert mem.add_session([Turn("Cleo", "Miso likes tuna.", "c:2")], user_id="other")
     assert mem.search("cat", user_id="other").hits

@@ -365,8 +365,9 @@ class SQLStore(Store):
                           "t.session_id = s.session_id AND t.seq > s.reflected "
                           "WHERE s.user_id = ? AND s.reflected < s.n_turns "
                           "ORDER BY s.rowid, t.seq", (user_id,))
+        metadata = {text: json.loads(text) for text in {r[5] for r in rows}}
         return [(Turn(self._dec(r[0]), self._dec(r[1]), r[2], from_iso(r[3]), r[4]),
-                 json.loads(r[5])) for r in rows]
+                 metadata[r[5]]) for r in rows]
 
     def _merge(self, db: Tx, user_id: str, merge: MergeInto, now: str | None) -> tuple:
         """Update the target memory in place; return its new version row (vectors replaced)."""
