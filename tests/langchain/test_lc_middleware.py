@@ -152,3 +152,15 @@ def test_citation_mode_asks_for_citations_and_trains_the_reranker(mem, chat_mode
     assert "[1]" in model.system_prompt() and "[NO_CITE]" in model.system_prompt()
     after = len(mem.store.state_log("reranker/global")[1])
     assert after == before + 1  # one REINFORCE step, from the answer's [1]
+
+
+def test_a_fact_from_the_last_turn_of_another_thread_is_recalled_without_end_session(
+        mem, chat_model):
+    model = chat_model("Noted.", "Biscuit.", "I don't know.")
+    agent = create_agent(model, middleware=[RMMMiddleware(mem)], checkpointer=InMemorySaver())
+    run(agent, FACT, user="u1", thread="A")
+    run(agent, QUESTION, user="u1", thread="B")
+    assert "Biscuit" in model.system_prompt()
+    assert mem.memories(user_id="u1") == []  # nothing reflected: the open session was searched
+    run(agent, QUESTION, user="u2", thread="C")
+    assert "Biscuit" not in model.system_prompt()

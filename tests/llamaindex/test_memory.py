@@ -54,9 +54,11 @@ def tell(mem, user_id: str, session_id: str, *messages: str) -> None:
 
 @pytest.fixture(scope="module")
 def mem(tmp_path_factory, embedder):
-    """One store for the module (reflection is the slow part); each test uses its own ids."""
+    """One store for the module (reflection is the slow part); each test uses its own ids.
+    Recall here is of reflected memories only: with immediate recall the questions that
+    earlier tests left in open sessions would outrank them (test_memory_window covers it)."""
     mem = ReflectiveMemory.open(str(tmp_path_factory.mktemp("li") / "m.sqlite"),
-                                embedder=embedder)
+                                embedder=embedder, immediate_recall=False)
     tell(mem, "u1", "u1-s1", "Hi there!", FACT)
     tell(mem, "u2", "u2-s1", "Hello.", OTHER_FACT)
     yield mem

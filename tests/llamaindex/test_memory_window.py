@@ -82,7 +82,7 @@ def broken(*args, **kwargs):
 def test_a_failing_memory_call_is_logged_and_the_chat_goes_on(open_memory, monkeypatch,
                                                               caplog):
     mem = open_memory()
-    for name in ("asearch", "aappend"):
+    for name in ("search", "aappend"):
         monkeypatch.setattr(mem, name, broken)
     memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="s")
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory)
@@ -95,7 +95,7 @@ def test_a_failing_memory_call_is_logged_and_the_chat_goes_on(open_memory, monke
 
 async def test_strict_raises_a_failing_memory_call(open_memory, monkeypatch):
     mem = open_memory()
-    monkeypatch.setattr(mem, "asearch", broken)
+    monkeypatch.setattr(mem, "search", broken)
     memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="s", strict=True)
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory)
     with pytest.raises(RuntimeError, match="disk on fire"):
@@ -118,3 +118,32 @@ def test_a_memory_opened_from_a_path_keeps_its_window_in_that_file(tmp_path):
     assert [m.content for m in again.get_all()] == [FACT, "text"]
     assert [t.text for t in again.memory.turns(user_id="u1")] == [FACT, "text"]
     again.memory.close()
+
+
+def test_a_fact_from_the_last_turn_of_another_chat_is_recalled_without_end_session(
+        open_memory):
+    mem = open_memory()
+    first = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="a")
+    SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=first).chat(FACT)
+    second = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="b")
+    prompt = SimpleChatEngine.from_defaults(llm=MockLLM(), memory=second).chat(
+        "What does my sister breed?").response
+    assert "greyhounds" in prompt.split("What does my sister breed?")[0]
+    assert mem.memories(user_id="u1") == []  # nothing reflected: the open session was searched
+    other = RMMMemory.from_defaults(memory=mem, user_id="u2", session_id="c")
+    assert "greyhounds" not in SimpleChatEngine.from_defaults(llm=MockLLM(), memory=other).chat(
+        "What does my sister breed?").response
+
+
+def test_a_chats_own_waiting_turns_are_not_recalled_into_it(open_memory):
+    mem = open_memory()
+    memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="a")
+    engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory)
+    for n in range(8):
+        engine.chat(f"Note {n}: my sister has dogs.")
+    engine.chat(FACT)
+    got = memory.get(input="What does my sister breed?")
+    assert all(m.role != "system" for m in got)  # the window holds them, recall adds nothing
+    assert got[-2].content == FACT
+    other = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="b")
+    assert "greyhounds" in other.get(input="What does my sister breed?")[0].content
