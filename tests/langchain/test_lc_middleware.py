@@ -164,3 +164,15 @@ def test_a_fact_from_the_last_turn_of_another_thread_is_recalled_without_end_ses
     assert mem.memories(user_id="u1") == []  # nothing reflected: the open session was searched
     run(agent, QUESTION, user="u2", thread="C")
     assert "Biscuit" not in model.system_prompt()
+
+
+def test_a_threads_own_waiting_turns_are_not_recalled_into_it(mem, chat_model):
+    model = chat_model(*["Noted."] * 6, "Biscuit.", "Biscuit.")
+    agent = create_agent(model, middleware=[RMMMiddleware(mem)], checkpointer=InMemorySaver())
+    for n in range(5):
+        run(agent, f"Note {n}: I drink green tea.", user="u1", thread="A")
+    run(agent, FACT, user="u1", thread="A")
+    run(agent, QUESTION, user="u1", thread="A")
+    assert "Biscuit" not in model.system_prompt()  # already in the thread's own messages
+    run(agent, QUESTION, user="u1", thread="B")
+    assert "Biscuit" in model.system_prompt()
