@@ -60,7 +60,8 @@ class RMMMiddleware(AgentMiddleware):
     its user and assistant messages with text are appended to the thread's session, which
     the core reflects when it ends (idle timeout, size threshold, or
     `memory.end_session(user_id=..., session_id=thread_id)`). A run without a thread is a
-    session of its own, reflected as the run ends.
+    session of its own, ended with the run (reflected by the memory's background worker
+    when it has one, else at once).
 
     Errors (`langchain_rmm.policy`): a run without a user, or with an invalid id, raises
     `InvalidInputError` before the model is called (`on_missing_user="disable"` runs it
@@ -164,7 +165,8 @@ class RMMMiddleware(AgentMiddleware):
             self.memory.append(turns, user_id=scope.user_id, session_id=session_id,
                                agent_id=scope.agent_id, run_id=scope.run_id)
             if thread_id is None:
-                self.memory.end_session(user_id=scope.user_id, session_id=session_id)
+                self.memory.end_session(user_id=scope.user_id, session_id=session_id,
+                                        wait=not self.memory.config.background_reflection)
 
         self._guarded(f"could not log this run's {len(turns)} turns for session "
                       f"{session_id!r}", log)

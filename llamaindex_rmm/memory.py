@@ -194,21 +194,23 @@ class RMMMemory(BaseMemory):
         await self.window.aset(messages)
 
     async def areset(self) -> None:
-        """Start a new conversation: the current session is reflected first."""
-        await self.aend_session()
+        """Start a new conversation: the current session ends (reflected by the memory's
+        background worker when it has one, else at once)."""
+        await self.aend_session(wait=not self.memory.config.background_reflection)
 
-    async def aend_session(self) -> list[MemoryRecord]:
-        """Reflect this session into memories, clear the window, continue in a new session."""
-        memories = await self._guarded("reflection failed", self._reflect)
+    async def aend_session(self, wait: bool = True) -> list[MemoryRecord]:
+        """Reflect this session into memories (`wait=False`: leave that to the background
+        worker, return []), clear the window, continue in a new session."""
+        memories = await self._guarded("reflection failed", lambda: self._reflect(wait))
         await self.window.areset()
         self.window.session_id = _new_session_id()
         self._pending = False
         return memories or []
 
-    async def _reflect(self) -> list[MemoryRecord]:
+    async def _reflect(self, wait: bool) -> list[MemoryRecord]:
         try:
             return await self.memory.aend_session(user_id=self.user_id,
-                                                  session_id=self.session_id)
+                                                  session_id=self.session_id, wait=wait)
         except InvalidInputError:
             if self._pending:  # the only expected failure is "no such session": nothing logged
                 raise
@@ -243,5 +245,5 @@ class RMMMemory(BaseMemory):
     def reset(self) -> None:
         asyncio_run(self.areset())
 
-    def end_session(self) -> list[MemoryRecord]:
-        return asyncio_run(self.aend_session())
+    def end_session(self, wait: bool = True) -> list[MemoryRecord]:
+        return asyncio_run(self.aend_session(wait))

@@ -8,6 +8,7 @@ import logging
 import subprocess
 import sys
 import textwrap
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -147,3 +148,16 @@ def test_a_chats_own_waiting_turns_are_not_recalled_into_it(open_memory):
     assert got[-2].content == FACT
     other = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="b")
     assert "greyhounds" in other.get(input="What does my sister breed?")[0].content
+
+
+def test_with_a_background_worker_reset_leaves_reflection_to_it(open_memory):
+    mem = open_memory(background_reflection=True, reflection_interval=0.2)
+    memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="first")
+    engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory)
+    engine.chat(FACT)
+    engine.reset()
+    assert memory.session_id != "first" and memory.get_all() == []
+    deadline = time.monotonic() + 30
+    while not mem.memories(user_id="u1") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert any("greyhounds" in m.text for m in mem.memories(user_id="u1"))
