@@ -1,5 +1,6 @@
-"""The README's chat-engine block runs as written and adds at most three lines; its LLM is
-LlamaIndex's scripted `MockLLM`, the memory a real SQLite file opened by path."""
+"""The README's chat-engine block runs as written, adds at most three lines, keeps its window
+across a restart and is recalled in a new chat; its LLM is LlamaIndex's scripted `MockLLM`,
+the memory a real SQLite file opened by path."""
 
 from __future__ import annotations
 
@@ -31,4 +32,8 @@ def test_chat_engine_block_adds_at_most_three_lines_and_runs(tmp_path, monkeypat
     again = RMMMemory.from_defaults(memory="memory.sqlite", user_id="u1", session_id="chat-1")
     assert [m.content for m in again.get_all()] == [
         "My sister Alma breeds greyhounds near Lisbon.", "text"]
+    new_chat = RMMMemory.from_defaults(memory=again.memory, user_id="u1", session_id="chat-2")
+    prompt = SimpleChatEngine.from_defaults(llm=MockLLM(), memory=new_chat).chat(
+        "What does my sister breed?").response  # MockLLM answers with its prompt
+    assert "greyhounds" in prompt.split("What does my sister breed?")[0]
     again.memory.close()
