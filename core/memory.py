@@ -328,8 +328,8 @@ class ReflectiveMemory:
 
     def _sweep_idle(self, user_id: str) -> None:
         """Reflect the caller's own ended or idle sessions (checked at most once a minute per
-        user): a request never pays for another user's sessions, which wait for the worker,
-        `reflect_pending` or `rmm reflect`."""
+        user): a request never pays for another user's sessions, which wait for the worker
+        or `reflect_pending`."""
         timeout = self.config.session_idle_timeout
         now = time.time()
         if timeout and now - self._last_sweep.get(user_id, 0.0) > min(timeout, 60.0):
@@ -343,27 +343,32 @@ class ReflectiveMemory:
     def search(self, query: str, *, user_id: str, k: int = 5,
                follow_links: bool = False, explore: bool = False,
                filters: Mapping[str, Any] | None = None, agent_id: str | None = None,
-               run_id: str | None = None) -> SearchResult:
+               run_id: str | None = None, session_id: str | None = None) -> SearchResult:
         """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`.
 
-        `filters` keep memories whose metadata has each key with that value (a list: any of
-        them); `agent_id`/`run_id` are filters on those keys. `follow_links` (A-MEM, needs
-        `notes=True`) puts each hit's linked memories right after it, within the same `k`.
-        `explore` samples the kept `k` (Gumbel noise, softmax temperature
-        `reranker_temperature`) so that `feedback` can learn.
+        Turns not yet reflected are candidates too, as provisional hits (`immediate_recall`),
+        except those of `session_id`: the caller's current conversation, which its context
+        holds already. `filters` keep memories whose metadata has each key with that value
+        (a list: any of them); `agent_id`/`run_id` are filters on those keys.
+        `follow_links` (A-MEM, needs `notes=True`) puts each hit's linked memories right
+        after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise, softmax
+        temperature `reranker_temperature`) so that `feedback` can learn.
         """
         user_id = check_id(user_id, "user_id")
         query = check_query(query, self.config.max_query_chars)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
         wanted = check_filters(filters, agent_id=agent_id, run_id=run_id)
+        session_id = check_id(session_id, "session_id", optional=True)
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
         if not query.strip():
             return result
         # open turns before the index: a turn reflected in between is then in both, and
-        # dropped from the open ones below (the other order could miss it in both)
-        opened = [(t, m) for t, m in self._open_turns.open(user_id) if matches(m, wanted)] \
-            if self.config.immediate_recall else []
+        # dropped from the open ones below (the other order could miss it in both). The
+        # query itself, logged before it is searched for, is no hit.
+        opened = [(t, m) for t, m in self._open_turns.open(user_id)
+                  if t.session_id != session_id and t.text.strip() != query.strip()
+                  and matches(m, wanted)] if self.config.immediate_recall else []
         index = self._index(user_id)
         if not len(index) and not opened:
             return result

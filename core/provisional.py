@@ -64,7 +64,8 @@ class OpenTurns:
               query_vec: np.ndarray, weights: FusionWeights, scale: Scale | None,
               corpus: Corpus | None, top: int) -> list[Provisional]:
         """The `top` turns by their best passage, fused as a memory would be on the bank's
-        `scale` and `corpus`; with no bank (None), on the open turns' own."""
+        `scale` and `corpus`; with no bank (None), on the open turns' own. A passage said
+        again word for word (a repeated question) is one hit."""
         if not turns:
             return []
         pieces = self._pieces(user_id, [t for t, _ in turns])
@@ -77,15 +78,22 @@ class OpenTurns:
         fused = (scale or Scale.of(lexical, dense)).fuse(weights, lexical, dense)
         starts = np.cumsum(counts) - counts
         best_score = np.maximum.reduceat(fused, starts)
-        out = []
-        for i in np.argsort(-best_score, kind="stable")[:top]:
+        out: list[Provisional] = []
+        seen: set[str] = set()
+        for i in np.argsort(-best_score, kind="stable"):
             best = starts[i] + int(np.argmax(fused[starts[i]:starts[i] + counts[i]]))
             (turn, metadata), piece = turns[i], flat[best].turn
+            said = " ".join(piece.render().casefold().split())
+            if said in seen:
+                continue
+            seen.add(said)
             memory = Memory(id=PREFIX + turn.id, user_id=user_id, text=piece.render(),
                             key=piece.text, refs=[turn.id], speakers=[turn.speaker],
                             session_ids=[turn.session_id], occurred_at=turn.timestamp,
                             attrs={"provisional": True}, metadata=dict(metadata))
             out.append(Provisional(memory, float(best_score[i]), flat[best].vector[None, :]))
+            if len(out) == top:
+                break
         return out
 
     def _pieces(self, user_id: str, turns: list[Turn]) -> list[list[_Piece]]:

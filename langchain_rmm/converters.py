@@ -62,13 +62,6 @@ def hit_metadata(hit: MemoryHit) -> dict[str, Any]:
     }
 
 
-def outside_session(hits: Sequence[MemoryHit], session_id: str) -> list[MemoryHit]:
-    """The hits that are not turns of `session_id` still waiting for reflection (a thread's
-    messages already hold its own turns)."""
-    return [h for h in hits if not (h.memory.attrs.get("provisional")
-                                    and h.memory.session_ids == [session_id])]
-
-
 def hits_to_documents(hits: Sequence[MemoryHit]) -> list[Document]:
     """Memory hits as `Document`s: `page_content` is `hit.text`, `id` the memory id."""
     return [Document(page_content=hit.text, id=hit.memory.id, metadata=hit_metadata(hit))

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Annotated, Any
 
 from langchain.agents.middleware.types import (
@@ -32,7 +31,6 @@ from .converters import (
     format_memories,
     latest_user_text,
     messages_to_turns,
-    outside_session,
     with_memories,
 )
 from .policy import guarded
@@ -131,18 +129,10 @@ class RMMMiddleware(AgentMiddleware):
         query = latest_user_text(request.messages)
         if scope is None or not query:
             return None
-        return self._guarded("recall failed", lambda: self._search(query, scope, _thread_id()))
-
-    def _search(self, query: str, scope: RunScope, thread_id: str | None) -> SearchResult:
-        """The best `k` hits outside the thread's own turns still waiting for reflection,
-        which come back as hits too (the thread's messages already hold them)."""
-        state = self.memory.store.session(scope.user_id, thread_id) if thread_id else None
-        waiting = state.n_turns - state.reflected if state else 0
-        result = self.memory.search(query, user_id=scope.user_id, k=self.k + waiting,
-                                    agent_id=scope.agent_id, run_id=scope.run_id)
-        if thread_id is None:
-            return result
-        return replace(result, hits=outside_session(result.hits, thread_id)[:self.k])
+        # the thread's own turns still waiting for reflection are in its messages already
+        return self._guarded("recall failed", lambda: self.memory.search(
+            query, user_id=scope.user_id, k=self.k, agent_id=scope.agent_id,
+            run_id=scope.run_id, session_id=_thread_id()))
 
     def _with_memories(self, request: ModelRequest, recalled: SearchResult | None
                        ) -> ModelRequest:

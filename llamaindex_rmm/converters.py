@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
@@ -72,13 +72,6 @@ def latest_user_text(messages: Sequence[ChatMessage]) -> str:
         if message.role == MessageRole.USER and message_text(message).strip():
             return message_text(message)
     return ""
-
-
-def outside_session(hits: Iterable[MemoryHit], session_id: str) -> list[MemoryHit]:
-    """The hits that are not turns of `session_id` still waiting for reflection (a chat's
-    window already shows its own turns)."""
-    return [h for h in hits if not (h.memory.attrs.get("provisional")
-                                    and h.memory.session_ids == [session_id])]
 
 
 def hits_to_text(hits: Sequence[MemoryHit]) -> str:

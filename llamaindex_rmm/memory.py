@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -28,7 +27,6 @@ from .converters import (
     message_text,
     messages_to_turns,
     new_tail,
-    outside_session,
 )
 from .policy import guarded
 
@@ -138,19 +136,12 @@ class RMMMemory(BaseMemory):
         query = input if input is not None else latest_user_text(history)
         recalled, used = None, 0
         if query:
-            result = await self._guarded("recall failed",
-                                         lambda: asyncio.to_thread(self._recall, query))
+            # the chat's own turns still waiting for reflection are in the window already
+            result = await self._guarded("recall failed", lambda: self.memory.asearch(
+                query, user_id=self.user_id, k=self.k, session_id=self.session_id))
             recalled, used = self._fit(list(result or []))
         history = self._tail(history, self.token_limit - initial_token_count - used)
         return [recalled, *history] if recalled is not None else history
-
-    def _recall(self, query: str) -> list[MemoryHit]:
-        """The best `k` hits outside this chat's own turns still waiting for reflection,
-        which come back as hits too (the window and the chat already hold them)."""
-        state = self.memory.store.session(self.user_id, self.session_id)
-        waiting = state.n_turns - state.reflected if state else 0
-        result = self.memory.search(query, user_id=self.user_id, k=self.k + waiting)
-        return outside_session(result, self.session_id)[:self.k]
 
     async def aget_all(self) -> list[ChatMessage]:
         return await self.window.aget_all()

@@ -286,6 +286,11 @@ def test_a_fact_said_one_turn_earlier_is_found_without_end_session(open_memory):
     assert top.memory.attrs == {"provisional": True}
     assert top.text == "user: My teacher is called Ingrid and she lives in Bergen."
     assert len({h.memory.id for h in hits}) == len(hits)
+    # a message logged before it is searched for does not find itself
+    mem.append(("user", "Where does Ingrid live?"), user_id="u", session_id="thread-1")
+    hits = mem.search("Where does Ingrid live?", user_id="u", k=3)
+    assert hits[0].memory.id == "turn:thread-1:3"
+    assert "turn:thread-1:5" not in [h.memory.id for h in hits]
 
 
 def test_reflection_replaces_provisional_hits_with_no_duplicates(open_memory):
@@ -407,3 +412,15 @@ def _wait_for(condition, timeout: float = 60.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "the worker did not get there"
         time.sleep(0.02)
+
+
+def test_the_callers_own_conversation_and_repeats_are_not_provisional_hits(open_memory):
+    mem = open_memory()
+    mem.append(CHAT, user_id="u", session_id="current")
+    mem.append([("user", "What is my teacher called?"), ("user", "what is my  teacher called?")],
+               user_id="u", session_id="other")
+    ids = [h.memory.id for h in mem.search("Who teaches me?", user_id="u", k=5)]
+    assert "turn:current:3" in ids and len([i for i in ids if i.startswith("turn:other")]) == 1
+    ids = [h.memory.id for h in mem.search("Who teaches me?", user_id="u", k=5,
+                                           session_id="current")]
+    assert ids == ["turn:other:1"]

@@ -54,11 +54,9 @@ def tell(mem, user_id: str, session_id: str, *messages: str) -> None:
 
 @pytest.fixture(scope="module")
 def mem(tmp_path_factory, embedder):
-    """One store for the module (reflection is the slow part); each test uses its own ids.
-    Recall here is of reflected memories only: with immediate recall the questions that
-    earlier tests left in open sessions would outrank them (test_memory_window covers it)."""
+    """One store for the module (reflection is the slow part); each test uses its own ids."""
     mem = ReflectiveMemory.open(str(tmp_path_factory.mktemp("li") / "m.sqlite"),
-                                embedder=embedder, immediate_recall=False)
+                                embedder=embedder)
     tell(mem, "u1", "u1-s1", "Hi there!", FACT)
     tell(mem, "u2", "u2-s1", "Hello.", OTHER_FACT)
     yield mem
@@ -135,7 +133,9 @@ def test_tool_and_system_messages_stay_in_the_window_but_not_in_the_log(mem):
 
 
 def test_history_and_memories_stay_within_the_token_limit(mem):
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="s5",
+    # a user of its own: u1's other threads, still open, are recalled too (immediate recall)
+    tell(mem, "u5", "u5-s1", "Hi there!", FACT)
+    memory = RMMMemory.from_defaults(memory=mem, user_id="u5", session_id="s5",
                                      token_limit=400)
     for i in range(60):
         memory.put(ChatMessage(role="user", content=f"note {i} about my sister and her dogs"))

@@ -83,7 +83,7 @@ def broken(*args, **kwargs):
 def test_a_failing_memory_call_is_logged_and_the_chat_goes_on(open_memory, monkeypatch,
                                                               caplog):
     mem = open_memory()
-    for name in ("search", "aappend"):
+    for name in ("asearch", "aappend"):
         monkeypatch.setattr(mem, name, broken)
     memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="s")
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory)
@@ -96,7 +96,7 @@ def test_a_failing_memory_call_is_logged_and_the_chat_goes_on(open_memory, monke
 
 async def test_strict_raises_a_failing_memory_call(open_memory, monkeypatch):
     mem = open_memory()
-    monkeypatch.setattr(mem, "search", broken)
+    monkeypatch.setattr(mem, "asearch", broken)
     memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="s", strict=True)
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory)
     with pytest.raises(RuntimeError, match="disk on fire"):
