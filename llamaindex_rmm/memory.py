@@ -44,11 +44,12 @@ class RMMMemory(BaseMemory):
     The chat window is LlamaIndex's SQL-backed `Memory` (`window`): kept in a database file
     (see `from_defaults`), it is there again after a restart, for the same `session_id`.
     Every user/assistant message with text that is put (or set) here is appended at once,
-    with its time, to the durable turn log of `session_id`; system
-    messages, tool outputs and tool-call-only messages stay in the window only. `get(input)`
-    returns one system message with the memories recalled for `input` (default: the latest
-    user message), then the window. `reset()` (what a chat engine's `reset()` calls) and
-    `end_session()` end the session: it is reflected into memories and a new one starts.
+    with its time, to the durable turn log of `session_id`; system messages, tool outputs
+    and tool-call-only messages stay in the window only. `get(input)` returns one system
+    message with the memories recalled for `input` (default: the latest user message; the
+    chat's own turns are not recalled, the window holds them), then the window. `reset()`
+    (what a chat engine's `reset()` calls) and `end_session()` end the session: it is
+    reflected into memories and a new one starts.
 
     Errors (`llamaindex_rmm.policy`): bad input raises `InvalidInputError`; any other
     failing memory call (search, log, reflection) is logged and the chat goes on without
