@@ -72,9 +72,9 @@ def main() -> None:
             for text in ["I adopted a beagle called Biscuit; he is three years old.",
                          "I work night shifts at the children's hospital."]:
                 chat(agent, text, user_id="alice", thread_id="monday")
-            # A thread's session is reflected when it ends: here explicitly; otherwise after
-            # the idle timeout (MemoryConfig.session_idle_timeout) or the size threshold.
-            mem.end_session(user_id="alice", session_id="monday")
+            # No end_session: what was said in 'monday' is searchable at once. The thread's
+            # session is reflected into memories later (idle timeout, size threshold,
+            # mem.end_session(user_id="alice", session_id="monday") or a background worker).
 
             question = "What is the name of my dog?"
             print("\nthread 'friday' (alice, a new thread):")

@@ -1,8 +1,10 @@
-"""LangChain adapters for rmm_core: retriever, agent middleware, legacy-chain memory.
+"""LangChain adapters for rmm_core: agent middleware, LangGraph store, memory tools,
+retriever, legacy-chain memory.
 
 Names resolve lazily, so each needs only its own extra: `RMMRetriever` and
-`format_memories` need `langchain-core`, `RMMMiddleware` needs `langchain`
-(`reflective-memory[langchain]`), `RMMMemory` needs `langchain-classic` (`[classic]`).
+`format_memories` need `langchain-core`, `RMMMiddleware`, `RMMStore` and the tools need
+`langchain` (`reflective-memory[langchain]`), `RMMMemory` needs `langchain-classic`
+(`[classic]`).
 """
 
 from __future__ import annotations
@@ -13,21 +15,25 @@ from typing import TYPE_CHECKING, Any
 from rmm_core.errors import MissingDependencyError
 
 if TYPE_CHECKING:
+    from .agent_tools import agent_memory_tools
     from .classic import RMMMemory
     from .converters import format_memories
     from .middleware import RMMMiddleware
     from .retriever import RMMRetriever
+    from .store import RMMStore
     from .tools import memory_tools
     from .workflows import WorkflowMiddleware
 
-__all__ = ["RMMMemory", "RMMMiddleware", "RMMRetriever", "WorkflowMiddleware", "format_memories",
-           "memory_tools"]
+__all__ = ["RMMMemory", "RMMMiddleware", "RMMRetriever", "RMMStore", "WorkflowMiddleware",
+           "agent_memory_tools", "format_memories", "memory_tools"]
 
 # public name -> (module, the extra that installs what it imports)
 _DYNAMIC_IMPORTS: dict[str, tuple[str, str]] = {
     "RMMMemory": ("classic", "classic"),
     "RMMMiddleware": ("middleware", "langchain"),
     "RMMRetriever": ("retriever", "langchain"),
+    "RMMStore": ("store", "langchain"),
+    "agent_memory_tools": ("agent_tools", "langchain"),
     "format_memories": ("converters", "langchain"),
     "memory_tools": ("tools", "langchain"),
     "WorkflowMiddleware": ("workflows", "langchain"),

@@ -33,6 +33,8 @@ from .converters import (
     messages_to_turns,
     with_memories,
 )
+from .policy import guarded
+from .scope import RunScope, check_on_missing_user, run_scope
 
 logger = logging.getLogger(__name__)
 
@@ -49,14 +51,20 @@ class RMMState(AgentState):
 class RMMMiddleware(AgentMiddleware):
     """Recalls a user's memories into every model call and logs each run's turns.
 
-    The user comes from the run context (`context={"user_id": ...}`, a dict or an object
-    with that attribute); the session is the thread (`configurable.thread_id`). Before each
-    model call the memories relevant to the latest user message are appended to the system
-    message; after the run its user and assistant messages with text are appended to the
-    thread's session, which the core reflects when it ends (idle timeout, size threshold,
-    or `memory.end_session(user_id=..., session_id=thread_id)`). A run without a thread is
-    a session of its own, reflected as the run ends. Memory failures are logged, never
-    raised: the agent runs on without memory.
+    The user comes from the run (`context={"user_id": ...}`, a dict or an object with that
+    attribute, or `config["configurable"]`/`["metadata"]`, see `langchain_rmm.scope`); the
+    session is the thread (`configurable.thread_id`). Before each model call the memories
+    relevant to the latest user message are appended to the system message; after the run
+    its user and assistant messages with text are appended to the thread's session, which
+    the core reflects when it ends (idle timeout, size threshold, or
+    `memory.end_session(user_id=..., session_id=thread_id)`). A run without a thread is a
+    session of its own, ended with the run (reflected by the memory's background worker
+    when it has one, else at once).
+
+    Errors (`langchain_rmm.policy`): a run without a user, or with an invalid id, raises
+    `InvalidInputError` before the model is called (`on_missing_user="disable"` runs it
+    without memory instead); any other failing memory call is logged and the agent goes on
+    without memory, unless `strict=True`, which raises it.
 
     `citations=True` asks the model to cite memories by number and feeds the citations of
     its final answer to the reranker (`memory.feedback`, RMM's retrospective reflection).
@@ -64,15 +72,20 @@ class RMMMiddleware(AgentMiddleware):
 
     state_schema = RMMState
 
-    def __init__(self, memory: ReflectiveMemory, *, k: int = 5, user_key: str = "user_id",
-                 speakers: Mapping[str, str] = ROLE_SPEAKERS, citations: bool = False) -> None:
+    def __init__(self, memory: ReflectiveMemory | str, *, k: int = 5,
+                 user_key: str = "user_id", speakers: Mapping[str, str] = ROLE_SPEAKERS,
+                 citations: bool = False, on_missing_user: str = "raise",
+                 strict: bool = False) -> None:
+        if isinstance(memory, str):  # a path or database URL: open it with the defaults
+            memory = ReflectiveMemory.open(memory)
         if not isinstance(memory, ReflectiveMemory):
             raise InvalidInputError(
                 f"memory must be a ReflectiveMemory, not {type(memory).__name__}")
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
         self.memory, self.k, self.user_key = memory, k, user_key
-        self.speakers, self.citations = dict(speakers), citations
+        self.speakers, self.citations, self.strict = dict(speakers), citations, strict
+        self.on_missing_user = check_on_missing_user(on_missing_user)
 
     # recall: every model call -----------------------------------------------------------
     def wrap_model_call(self, request: ModelRequest, handler: Handler) -> Any:
@@ -91,6 +104,7 @@ class RMMMiddleware(AgentMiddleware):
 
     # log: once per run -------------------------------------------------------------------
     def before_agent(self, state: RMMState, runtime: Runtime) -> dict[str, Any]:
+        self._scope(runtime)  # a run without a valid user fails here, before any model call
         return {"rmm_boundary": _boundary(state["messages"])}
 
     async def abefore_agent(self, state: RMMState, runtime: Runtime) -> dict[str, Any]:
@@ -103,27 +117,22 @@ class RMMMiddleware(AgentMiddleware):
         await asyncio.to_thread(self._save, state, runtime, _thread_id())
 
     # internals ---------------------------------------------------------------------------
-    def _user_id(self, runtime: Runtime | None) -> str | None:
-        context = getattr(runtime, "context", None)
-        if isinstance(context, Mapping):
-            user_id = context.get(self.user_key)
-        else:
-            user_id = getattr(context, self.user_key, None)
-        if user_id is None:
-            logger.warning("reflective memory is off for this run: the run context has no "
-                           "%r (invoke with context={%r: ...})", self.user_key, self.user_key)
-        return user_id
+    def _scope(self, runtime: Runtime | None) -> RunScope | None:
+        return run_scope(getattr(runtime, "context", None), _config(), user_key=self.user_key,
+                         on_missing_user=self.on_missing_user)
+
+    def _guarded(self, what: str, call: Callable[[], Any]) -> Any:
+        return guarded(call, strict=self.strict, what=what, logger=logger)
 
     def _recall(self, request: ModelRequest) -> SearchResult | None:
-        user_id = self._user_id(request.runtime)
+        scope = self._scope(request.runtime)
         query = latest_user_text(request.messages)
-        if user_id is None or not query:
+        if scope is None or not query:
             return None
-        try:
-            return self.memory.search(query, user_id=user_id, k=self.k)
-        except Exception:
-            logger.exception("reflective memory: recall failed; the model is called without it")
-            return None
+        # the thread's own turns still waiting for reflection are in its messages already
+        return self._guarded("recall failed", lambda: self.memory.search(
+            query, user_id=scope.user_id, k=self.k, agent_id=scope.agent_id,
+            run_id=scope.run_id, session_id=_thread_id()))
 
     def _with_memories(self, request: ModelRequest, recalled: SearchResult | None
                        ) -> ModelRequest:
@@ -133,38 +142,43 @@ class RMMMiddleware(AgentMiddleware):
         return request.override(system_message=with_memories(request.system_message, block))
 
     def _save(self, state: RMMState, runtime: Runtime, thread_id: str | None) -> None:
-        user_id = self._user_id(runtime)
-        if user_id is None:
+        scope = self._scope(runtime)
+        if scope is None:
             return
         messages = _run_messages(state["messages"], state.get("rmm_boundary"))
         turns = messages_to_turns(messages, self.speakers)
         if not turns:
             return
         session_id = thread_id or uuid.uuid4().hex
-        try:
-            self.memory.append(turns, user_id=user_id, session_id=session_id)
+
+        def log() -> None:
+            self.memory.append(turns, user_id=scope.user_id, session_id=session_id,
+                               agent_id=scope.agent_id, run_id=scope.run_id)
             if thread_id is None:
-                self.memory.end_session(user_id=user_id, session_id=session_id)
-        except Exception:
-            logger.exception("reflective memory: could not log this run's %d turns for "
-                             "session %r", len(turns), session_id)
+                self.memory.end_session(user_id=scope.user_id, session_id=session_id,
+                                        wait=not self.memory.config.background_reflection)
+
+        self._guarded(f"could not log this run's {len(turns)} turns for session "
+                      f"{session_id!r}", log)
 
     def _feedback(self, recalled: SearchResult, response: Any) -> None:
         answer = _final_answer(response)
-        if answer is None:
-            return
-        try:
-            self.memory.feedback(recalled, cited=cited_in(answer, recalled))
-        except Exception:
-            logger.exception("reflective memory: reranker feedback failed")
+        if answer is not None:
+            self._guarded("reranker feedback failed",
+                          lambda: self.memory.feedback(recalled, cited=cited_in(answer, recalled)))
+
+
+def _config() -> Mapping[str, Any] | None:
+    """The running graph's config; None outside a runnable context."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
 
 
 def _thread_id() -> str | None:
     """The run's `configurable.thread_id` as a string; None when the run has none."""
-    try:
-        thread = get_config().get("configurable", {}).get("thread_id")
-    except RuntimeError:  # called outside a runnable context
-        return None
+    thread = ((_config() or {}).get("configurable") or {}).get("thread_id")
     return None if thread is None else str(thread)
 
 

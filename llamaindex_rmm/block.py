@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -13,6 +14,9 @@ from rmm_core import Memory
 from rmm_core.types import check_id
 
 from .converters import check_target, hits_to_text, latest_user_text, messages_to_turns
+from .policy import guarded
+
+logger = logging.getLogger(__name__)
 
 
 class RMMMemoryBlock(BaseMemoryBlock[str]):
@@ -31,6 +35,8 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
     k: int = Field(default=5, gt=0, description="Memories recalled per message.")
     session_id: str | None = Field(
         default=None, description="Session flushed turns go to; None = the Memory's session.")
+    strict: bool = Field(default=False, description="Raise memory failures instead of "
+                                                    "logging them (`llamaindex_rmm.policy`).")
     _last_session: str | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
@@ -40,9 +46,10 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
 
     async def _aget(self, messages: list[ChatMessage] | None = None,
                     **block_kwargs: Any) -> str:
-        result = await self.memory.asearch(latest_user_text(messages or []),
-                                           user_id=self.user_id, k=self.k)
-        return hits_to_text(list(result))
+        result = await guarded(lambda: self.memory.asearch(
+            latest_user_text(messages or []), user_id=self.user_id, k=self.k),
+            strict=self.strict, what="recall failed", logger=logger)
+        return hits_to_text(list(result or []))
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         turns = messages_to_turns(messages)
@@ -52,8 +59,10 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
         tagged = next((m.additional_kwargs.get("session_id") for m in messages
                        if m.additional_kwargs.get("session_id")), None)
         session = self.session_id or tagged or self._last_session or uuid.uuid4().hex
-        await self.memory.aappend(turns, user_id=self.user_id, session_id=session)
-        self._last_session = session
+        if await guarded(lambda: self.memory.aappend(turns, user_id=self.user_id,
+                                                     session_id=session),
+                         strict=self.strict, what="could not log the turns", logger=logger):
+            self._last_session = session
 
     def end_session(self, session_id: str | None = None) -> list[Memory]:
         """Reflect the session (default: the last one recorded) into memories now."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timezone
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.schema import NodeWithScore, TextNode
@@ -39,17 +40,20 @@ def message_text(message: ChatMessage) -> str:
     return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock))
 
 
-def message_to_turn(message: ChatMessage) -> Turn | None:
+def message_to_turn(message: ChatMessage, at: datetime | None = None) -> Turn | None:
     """A user or assistant message with text as a `Turn`; None for anything else."""
     speaker = ROLE_SPEAKERS.get(message.role)
     text = message_text(message)
     if speaker is None or not text.strip():
         return None
-    return Turn(speaker=speaker, text=text)
+    return Turn(speaker=speaker, text=text, timestamp=at)
 
 
 def messages_to_turns(messages: Sequence[ChatMessage]) -> list[Turn]:
-    return [t for t in map(message_to_turn, messages) if t is not None]
+    """The loggable turns of `messages`, stamped with the current time."""
+    now = datetime.now(timezone.utc)
+    turns = (message_to_turn(m, now) for m in messages)
+    return [t for t in turns if t is not None]
 
 
 def new_tail(old: Sequence[ChatMessage], new: Sequence[ChatMessage]) -> list[ChatMessage]:

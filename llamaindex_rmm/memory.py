@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.async_utils import asyncio_run
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.llms.llm import LLM
-from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.memory import Memory
 from llama_index.core.memory.types import BaseMemory
 
-from rmm_core import Memory, MemoryHit, ReflectiveMemory
+from rmm_core import Memory as MemoryRecord
+from rmm_core import MemoryHit, ReflectiveMemory
 from rmm_core.errors import InvalidInputError
 from rmm_core.types import check_id
 
@@ -24,6 +28,10 @@ from .converters import (
     messages_to_turns,
     new_tail,
 )
+from .policy import guarded
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _new_session_id() -> str:
@@ -33,31 +41,36 @@ def _new_session_id() -> str:
 class RMMMemory(BaseMemory):
     """Recent chat history plus the long-term memories recalled for the current message.
 
-    Every user/assistant message with text that is put (or set) here is appended at once to
-    the durable turn log of `session_id`; system messages, tool outputs and tool-call-only
-    assistant messages stay in the short-term window but are not logged. `get(input)` returns
-    one system message with the memories recalled for `input` (default: the latest user
-    message), then the most recent history within `token_limit`. `end_session()` (and
-    `reset()`) reflects the session into memories and starts a new one; sessions also end
-    by the core's idle timeout. The async methods run the sync ones in a thread.
+    The chat window is LlamaIndex's SQL-backed `Memory` (`window`): kept in a database file
+    (see `from_defaults`), it is there again after a restart, for the same `session_id`.
+    Every user/assistant message with text that is put (or set) here is appended at once,
+    with its time, to the durable turn log of `session_id`; system messages, tool outputs
+    and tool-call-only messages stay in the window only. `get(input)` returns one system
+    message with the memories recalled for `input` (default: the latest user message; the
+    chat's own turns are not recalled, the window holds them), then the window. `reset()`
+    (what a chat engine's `reset()` calls) and `end_session()` end the session: it is
+    reflected into memories and a new one starts.
+
+    Errors (`llamaindex_rmm.policy`): bad input raises `InvalidInputError`; any other
+    failing memory call (search, log, reflection) is logged and the chat goes on without
+    memory, unless `strict=True`.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     memory: Any = Field(exclude=True, description="The rmm_core.ReflectiveMemory to use.")
     user_id: str = Field(description="Whose memories are read and written.")
-    session_id: str = Field(default_factory=_new_session_id,
-                            description="Session the turns are logged to.")
     k: int = Field(default=5, gt=0, description="Memories recalled per message.")
     memory_token_ratio: float = Field(
-        default=0.3, gt=0.0, le=1.0,
-        description="Largest share of token_limit the recalled memories may take.")
-    buffer: ChatMemoryBuffer = Field(description="The short-term, token-limited window.")
+        default=0.3, gt=0.0, lt=1.0,
+        description="Share of the window's token_limit kept for the recalled memories.")
+    strict: bool = Field(default=False, description="Raise memory failures instead of "
+                                                    "logging them.")
+    window: Memory = Field(description="The short-term window (LlamaIndex's SQL-backed Memory).")
     _pending: bool = PrivateAttr(default=False)
 
     def __init__(self, **data: Any) -> None:
         check_target(data.get("memory"), data.get("user_id"))
-        check_id(data.get("session_id"), "session_id", optional=True)
         super().__init__(**data)
 
     @classmethod
@@ -66,97 +79,163 @@ class RMMMemory(BaseMemory):
 
     @classmethod
     def from_defaults(  # type: ignore[override]
-        cls, memory: ReflectiveMemory, user_id: str, session_id: str | None = None,
+        cls, memory: ReflectiveMemory | str, user_id: str, session_id: str | None = None,
         token_limit: int | None = None, k: int = 5,
         chat_history: list[ChatMessage] | None = None, llm: LLM | None = None,
-        tokenizer_fn: Any = None, **kwargs: Any,
+        tokenizer_fn: Any = None, async_database_uri: str | None = None,
+        table_name: str = "llama_index_memory", memory_token_ratio: float = 0.3,
+        strict: bool = False, **kwargs: Any,
     ) -> RMMMemory:
-        """Memory for one user's conversation; `token_limit` defaults as `ChatMemoryBuffer`'s."""
+        """Memory for one user's chat `session_id`; `memory` may be a path or URL to open.
+        The window lives in `async_database_uri` (for example
+        `"sqlite+aiosqlite:///chat.sqlite"`), by default in the memory's own SQLite file when
+        `memory` is a file path, else in process memory (gone after a restart).
+        `token_limit` defaults to 75% of the `llm`'s context window (or 3000 tokens)."""
         if kwargs:
             raise InvalidInputError(f"unexpected argument(s) {sorted(kwargs)}")
-        if token_limit is not None and (not isinstance(token_limit, int) or token_limit < 1):
+        check_id(user_id, "user_id")  # before a path is opened
+        if isinstance(memory, str):
+            if async_database_uri is None and memory != ":memory:" and "://" not in memory:
+                async_database_uri = f"sqlite+aiosqlite:///{Path(memory).resolve()}"
+            memory = ReflectiveMemory.open(memory)
+        check_id(session_id, "session_id", optional=True)
+        if token_limit is None:
+            token_limit = int(llm.metadata.context_window * 0.75) if llm else 3000
+        if not isinstance(token_limit, int) or token_limit < 1:
             raise InvalidInputError(f"token_limit must be a positive integer, got {token_limit!r}")
-        buffer = ChatMemoryBuffer.from_defaults(llm=llm, token_limit=token_limit,
-                                                tokenizer_fn=tokenizer_fn)
-        out = cls(memory=memory, user_id=user_id, session_id=session_id or _new_session_id(),
-                  k=k, buffer=buffer)
+        window = Memory.from_defaults(
+            session_id=session_id or _new_session_id(), token_limit=token_limit,
+            tokenizer_fn=tokenizer_fn, chat_history_token_ratio=1.0 - memory_token_ratio,
+            async_database_uri=async_database_uri, table_name=table_name)
+        out = cls(memory=memory, user_id=user_id, k=k, memory_token_ratio=memory_token_ratio,
+                  strict=strict, window=window)
         if chat_history:
             out.set(chat_history)
         return out
 
     @property
+    def session_id(self) -> str:
+        """The session the turns are logged to (also the window's key in its database)."""
+        return self.window.session_id
+
+    @property
     def tokenizer_fn(self) -> Any:
         """The window's tokenizer (chat engines use it to count their prefix messages)."""
-        return self.buffer.tokenizer_fn
+        return self.window.tokenizer_fn
 
     @property
     def token_limit(self) -> int:
-        return self.buffer.token_limit
+        return self.window.token_limit
 
     # read ---------------------------------------------------------------------------------
-    def get(self, input: str | ChatMessage | None = None, initial_token_count: int = 0,
-            **kwargs: Any) -> list[ChatMessage]:
+    async def aget(self, input: str | ChatMessage | None = None, initial_token_count: int = 0,
+                   **kwargs: Any) -> list[ChatMessage]:
         """The recalled-memory system message (if any) and the recent history that fits."""
         if isinstance(input, ChatMessage):
             input = message_text(input)
-        query = input if input is not None else latest_user_text(self.buffer.get_all())
-        hits = list(self.memory.search(query, user_id=self.user_id, k=self.k,
-                                       session_id=self.session_id))
-        recalled, used = self._fit(hits)
-        history = self.buffer.get(initial_token_count=initial_token_count + used)
+        history = await self.window.aget()
+        query = input if input is not None else latest_user_text(history)
+        recalled, used = None, 0
+        if query:
+            # the chat's own turns still waiting for reflection are in the window already
+            result = await self._guarded("recall failed", lambda: self.memory.asearch(
+                query, user_id=self.user_id, k=self.k, session_id=self.session_id))
+            recalled, used = self._fit(list(result or []))
+        history = self._tail(history, self.token_limit - initial_token_count - used)
         return [recalled, *history] if recalled is not None else history
 
-    def get_all(self) -> list[ChatMessage]:
-        return self.buffer.get_all()
+    async def aget_all(self) -> list[ChatMessage]:
+        return await self.window.aget_all()
+
+    def _count(self, message: ChatMessage) -> int:
+        return len(self.tokenizer_fn(message_text(message)))
 
     def _fit(self, hits: list[MemoryHit]) -> tuple[ChatMessage | None, int]:
         """The recalled message with the best hits that fit the memory budget, and its size."""
         budget = int(self.token_limit * self.memory_token_ratio)
         while hits:
             message = hits_to_message(hits)
-            used = len(self.tokenizer_fn(message.content))
-            if used <= budget:
-                return message, used
+            if message is not None and self._count(message) <= budget:
+                return message, self._count(message)
             hits = hits[:-1]
         return None, 0
 
+    def _tail(self, history: list[ChatMessage], budget: int) -> list[ChatMessage]:
+        """The newest messages within `budget` tokens, starting at a user message (the
+        newest message is kept even when it alone is over the budget)."""
+        start, used = len(history), 0
+        while start > 0 and used + self._count(history[start - 1]) <= budget:
+            start -= 1
+            used += self._count(history[start])
+        while start < len(history) - 1 and history[start].role != MessageRole.USER:
+            start += 1
+        return history[min(start, len(history) - 1):] if history else []
+
     # write --------------------------------------------------------------------------------
-    def put(self, message: ChatMessage) -> None:
-        self.put_messages([message])
+    async def aput(self, message: ChatMessage) -> None:
+        await self.aput_messages([message])
 
-    def put_messages(self, messages: list[ChatMessage]) -> None:
+    async def aput_messages(self, messages: list[ChatMessage]) -> None:
         """Log the messages' turns durably, then add the messages to the window."""
-        self._log(messages)
-        for message in messages:
-            self.buffer.put(message)
+        await self._log(messages)
+        await self.window.aput_messages(messages)
 
-    def set(self, messages: list[ChatMessage]) -> None:
+    async def aset(self, messages: list[ChatMessage]) -> None:
         """Replace the window; only messages it did not already start with are logged."""
-        self._log(new_tail(self.buffer.get_all(), messages))
-        self.buffer.set(messages)
+        await self._log(new_tail(await self.window.aget_all(), messages))
+        await self.window.aset(messages)
 
-    def reset(self) -> None:
-        """Start a new conversation: the current session is reflected first."""
-        self.end_session()
+    async def areset(self) -> None:
+        """Start a new conversation: the current session ends (reflected by the memory's
+        background worker when it has one, else at once)."""
+        await self.aend_session(wait=not self.memory.config.background_reflection)
 
-    def end_session(self) -> list[Memory]:
-        """Reflect this session into memories, clear the window, continue in a new session."""
-        memories: list[Memory] = []
+    async def aend_session(self, wait: bool = True) -> list[MemoryRecord]:
+        """Reflect this session into memories (`wait=False`: leave that to the background
+        worker, return []), clear the window, continue in a new session."""
+        memories = await self._guarded("reflection failed", lambda: self._reflect(wait))
+        await self.window.areset()
+        self.window.session_id = _new_session_id()
+        self._pending = False
+        return memories or []
+
+    async def _reflect(self, wait: bool) -> list[MemoryRecord]:
         try:
-            memories = self.memory.end_session(user_id=self.user_id, session_id=self.session_id)
+            return await self.memory.aend_session(user_id=self.user_id,
+                                                  session_id=self.session_id, wait=wait)
         except InvalidInputError:
             if self._pending:  # the only expected failure is "no such session": nothing logged
                 raise
-        self.buffer.reset()
-        self.session_id = _new_session_id()
-        self._pending = False
-        return memories
+            return []
 
-    async def aend_session(self) -> list[Memory]:
-        return await asyncio.to_thread(self.end_session)
-
-    def _log(self, messages: list[ChatMessage]) -> None:
+    async def _log(self, messages: list[ChatMessage]) -> None:
         turns = messages_to_turns(messages)
-        if turns:
-            self.memory.append(turns, user_id=self.user_id, session_id=self.session_id)
+        if turns and await self._guarded("could not log the turns", lambda: self.memory.aappend(
+                turns, user_id=self.user_id, session_id=self.session_id)):
             self._pending = True
+
+    async def _guarded(self, what: str, call: Callable[[], Awaitable[T]]) -> T | None:
+        return await guarded(call, strict=self.strict, what=what, logger=logger)
+
+    # sync API: the async methods run to completion -----------------------------------------
+    def get(self, input: str | ChatMessage | None = None, initial_token_count: int = 0,
+            **kwargs: Any) -> list[ChatMessage]:
+        return asyncio_run(self.aget(input, initial_token_count, **kwargs))
+
+    def get_all(self) -> list[ChatMessage]:
+        return asyncio_run(self.aget_all())
+
+    def put(self, message: ChatMessage) -> None:
+        asyncio_run(self.aput(message))
+
+    def put_messages(self, messages: list[ChatMessage]) -> None:
+        asyncio_run(self.aput_messages(messages))
+
+    def set(self, messages: list[ChatMessage]) -> None:
+        asyncio_run(self.aset(messages))
+
+    def reset(self) -> None:
+        asyncio_run(self.areset())
+
+    def end_session(self, wait: bool = True) -> list[MemoryRecord]:
+        return asyncio_run(self.aend_session(wait))

@@ -6,8 +6,8 @@ import pytest
 
 import langchain_rmm
 
-EXPECTED_ALL = ["RMMMemory", "RMMMiddleware", "RMMRetriever", "WorkflowMiddleware",
-                "format_memories", "memory_tools"]
+EXPECTED_ALL = ["RMMMemory", "RMMMiddleware", "RMMRetriever", "RMMStore", "WorkflowMiddleware",
+                "agent_memory_tools", "format_memories", "memory_tools"]
 
 
 def test_all_imports() -> None:

@@ -125,15 +125,6 @@ def test_memory_failures_are_logged_and_the_run_goes_on(mem, chat_model, monkeyp
     assert "recall failed" in logged and "could not log" in logged
 
 
-def test_missing_user_id_turns_memory_off_with_a_warning(mem, chat_model, caplog):
-    agent = create_agent(chat_model("Hi."), middleware=[RMMMiddleware(mem)])
-    with caplog.at_level(logging.WARNING, logger="langchain_rmm.middleware"):
-        out = run(agent, "hello", user=None, thread="t")
-    assert out["messages"][-1].text == "Hi."
-    assert "user_id" in caplog.text
-    assert mem.store.users() == []
-
-
 def test_user_id_from_an_object_context_and_a_custom_key(mem, chat_model):
     class Ctx:
         account = "acct-7"
@@ -161,3 +152,27 @@ def test_citation_mode_asks_for_citations_and_trains_the_reranker(mem, chat_mode
     assert "[1]" in model.system_prompt() and "[NO_CITE]" in model.system_prompt()
     after = len(mem.store.state_log("reranker/global")[1])
     assert after == before + 1  # one REINFORCE step, from the answer's [1]
+
+
+def test_a_fact_from_the_last_turn_of_another_thread_is_recalled_without_end_session(
+        mem, chat_model):
+    model = chat_model("Noted.", "Biscuit.", "I don't know.")
+    agent = create_agent(model, middleware=[RMMMiddleware(mem)], checkpointer=InMemorySaver())
+    run(agent, FACT, user="u1", thread="A")
+    run(agent, QUESTION, user="u1", thread="B")
+    assert "Biscuit" in model.system_prompt()
+    assert mem.memories(user_id="u1") == []  # nothing reflected: the open session was searched
+    run(agent, QUESTION, user="u2", thread="C")
+    assert "Biscuit" not in model.system_prompt()
+
+
+def test_a_threads_own_waiting_turns_are_not_recalled_into_it(mem, chat_model):
+    model = chat_model(*["Noted."] * 6, "Biscuit.", "Biscuit.")
+    agent = create_agent(model, middleware=[RMMMiddleware(mem)], checkpointer=InMemorySaver())
+    for n in range(5):
+        run(agent, f"Note {n}: I drink green tea.", user="u1", thread="A")
+    run(agent, FACT, user="u1", thread="A")
+    run(agent, QUESTION, user="u1", thread="A")
+    assert "Biscuit" not in model.system_prompt()  # already in the thread's own messages
+    run(agent, QUESTION, user="u1", thread="B")
+    assert "Biscuit" in model.system_prompt()

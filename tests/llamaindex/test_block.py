@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import Memory
@@ -66,3 +68,21 @@ def test_bad_block_arguments_are_typed_errors(mem):
         RMMMemoryBlock(memory="nope", user_id="u1")
     with pytest.raises(InvalidInputError, match="user_id"):
         RMMMemoryBlock(memory=mem, user_id="")
+
+
+def test_block_follows_the_error_policy(mem, monkeypatch, caplog):
+    async def broken(*args, **kwargs):
+        raise OSError("disk on fire")  # LlamaIndex's sync wrapper rewrites RuntimeErrors
+
+    monkeypatch.setattr(mem, "asearch", broken)
+    memory = Memory.from_defaults(session_id="chat",
+                                  memory_blocks=[RMMMemoryBlock(memory=mem, user_id="u1")])
+    chat(memory, 1)
+    with caplog.at_level(logging.ERROR, logger="llamaindex_rmm.block"):
+        assert [m.role for m in memory.get()] == [MessageRole.USER, MessageRole.ASSISTANT]
+    assert "recall failed" in caplog.text
+    strict = Memory.from_defaults(session_id="chat2", memory_blocks=[
+        RMMMemoryBlock(memory=mem, user_id="u1", strict=True)])
+    chat(strict, 1)
+    with pytest.raises(OSError, match="disk on fire"):
+        strict.get()

@@ -163,6 +163,7 @@ def test_reset_reflects_the_session_and_starts_a_new_one(mem):
     ({"user_id": ""}, "user_id"),
     ({"user_id": "u1", "token_limit": 0}, "token_limit"),
     ({"user_id": "u1", "chat_store": None}, "unexpected"),
+    ({"user_id": "u1", "session_id": ""}, "session_id"),
 ])
 def test_bad_arguments_are_typed_errors(mem, kwargs, match):
     with pytest.raises(InvalidInputError, match=match):
