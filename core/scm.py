@@ -319,16 +319,15 @@ class Recall:
 
 def candidates_from(hits: Sequence[MemoryHit], turns: dict[str, Turn], *,
                     dates: bool = True) -> list[Candidate]:
-    """Each hit as (raw turns rendered from the log, summary): for an LLM-made memory the
-    summary is its text; for a raw-turn memory it is its compressed retrieval key."""
+    """Each hit as (raw turns rendered from the log, summary): the memory's text when it
+    differs from its turns (an LLM summary, or the retrieved passage of a long turn); none
+    for a memory that is its turns verbatim (its retrieval key is for BM25, not for reading)."""
     out = []
     for hit in hits:
         memory = hit.memory
         lines = [turns[r].render() for r in memory.refs if r in turns]
         raw = "\n".join(lines) if lines else memory.text
-        summary = memory.text if memory.text.strip() != raw.strip() else memory.key
-        if summary and summary.strip() == raw.strip():
-            summary = None
+        summary = memory.text if memory.text.strip() != raw.strip() else None
         if dates and memory.occurred_at is not None:
             stamp = f"[{format_date(memory.occurred_at)}] "
             raw, summary = stamp + raw, stamp + summary if summary else None

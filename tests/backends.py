@@ -71,3 +71,22 @@ def split_target(target: str) -> tuple[str, str]:
     """A PostgreSQL test target → (server URL, schema) for reading the database directly."""
     base, schema = target.rsplit("rmm_schema=", 1)
     return base.rstrip("?&"), schema
+
+
+def run_sql(target: str, statements: list[str]) -> None:
+    """Run raw SQL on a store target (a SQLite path or a PostgreSQL URL with its schema):
+    tests use it to put a store back into an older schema."""
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        base, schema = split_target(target)
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"SET search_path TO {schema}")
+            for statement in statements:
+                conn.execute(statement)
+    else:
+        import sqlite3
+
+        with sqlite3.connect(target) as db:
+            for statement in statements:
+                db.execute(statement)

@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from backends import split_target
+from backends import run_sql
 
 from rmm_core import InvalidInputError, NotFoundError, ReflectiveMemory, Turn
 from rmm_core.storage import open_store
@@ -253,18 +253,7 @@ def _downgrade_to_schema_4(target: str) -> None:
     drop = ["ALTER TABLE sessions DROP COLUMN metadata",
             "ALTER TABLE memories DROP COLUMN metadata",
             "UPDATE meta SET value = '4' WHERE key = 'schema_version'"]
-    if target.startswith("postgresql://"):
-        import psycopg
-
-        base, schema = split_target(target)
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"SET search_path TO {schema}")
-            for statement in drop:
-                conn.execute(statement)
-    else:
-        with sqlite3.connect(target) as db:
-            for statement in drop:
-                db.execute(statement)
+    run_sql(target, drop)
 
 
 # immediate recall ----------------------------------------------------------------------------

@@ -8,11 +8,10 @@ failures fall back instead of failing); the embedder is the real packaged one, n
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 
 import pytest
-from backends import split_target
+from backends import run_sql
 
 from rmm_core import ReflectiveMemory, Turn
 from rmm_core.cli import main
@@ -119,18 +118,7 @@ def _downgrade_to_schema_3(target: str) -> None:
             "ALTER TABLE sessions DROP COLUMN reflect_error",
             "ALTER TABLE sessions DROP COLUMN reflect_retry_at",
             "UPDATE meta SET value = '3' WHERE key = 'schema_version'"]
-    if target.startswith("postgresql://"):
-        import psycopg
-
-        base, schema = split_target(target)
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"SET search_path TO {schema}")
-            for statement in drop:
-                conn.execute(statement)
-    else:
-        with sqlite3.connect(target) as db:
-            for statement in drop:
-                db.execute(statement)
+    run_sql(target, drop)
 
 
 def test_a_notes_failure_after_the_commit_is_recorded_and_retried(store_target, embedder,

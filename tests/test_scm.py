@@ -146,14 +146,17 @@ def test_llm_judge_decides_summary_or_raw():
     assert OverlapJudge().suffices("dog name", "a dog", "a dog named Rex") is True
 
 
-def test_candidates_hold_raw_turns_and_a_summary():
+def test_candidates_hold_raw_turns_and_a_readable_summary():
     turns = {t.id: t for t in SESSION}
     llm_made = Memory("m1", "u1", "Caroline plans to adopt a child.", "adopt child", ["D1:3"])
     raw_made = Memory("m2", "u1", SESSION[0].render(), "LGBTQ support group powerful", ["D1:1"])
-    hits = [MemoryHit(m, 1.0, m.text, i) for i, m in enumerate([llm_made, raw_made])]
-    first, second = candidates_from(hits, turns)
+    passage = "Caroline: I went to the LGBTQ support group yesterday"
+    part_made = Memory("m3", "u1", passage, "LGBTQ support group", ["D1:1"])
+    hits = [MemoryHit(m, 1.0, m.text, i) for i, m in enumerate([llm_made, raw_made, part_made])]
+    first, second, third = candidates_from(hits, turns)
     assert first.raw == SESSION[2].render() and first.summary == llm_made.text
-    assert second.raw == SESSION[0].render() and second.summary == "LGBTQ support group powerful"
+    assert second.raw == SESSION[0].render() and second.summary is None  # no key as prose
+    assert third.raw == SESSION[0].render() and third.summary == passage
 
 
 # through the public API ---------------------------------------------------------------------------
