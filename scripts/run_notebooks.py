@@ -25,6 +25,8 @@ def main(names: list[str]) -> None:
     write_kernel_spec(kernels / "kernels" / "python3")  # this Python, not a user-wide kernel
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         [str(kernels), *filter(None, [os.environ.get("JUPYTER_PATH")])])
+    # without it, platformdirs warns with the venv's path, which would land in the outputs
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
     for path in [COOKBOOK / n for n in names] or sorted(COOKBOOK.glob("*.ipynb")):
         book = nbformat.read(path, as_version=4)
         NotebookClient(book, timeout=600, kernel_name="python3",
