@@ -25,6 +25,7 @@ from typing_extensions import NotRequired
 from rmm_core import ReflectiveMemory, SearchResult
 from rmm_core.attribute import cited_in
 from rmm_core.errors import InvalidInputError
+from rmm_core.policy import guarded
 
 from .converters import (
     ROLE_SPEAKERS,
@@ -33,7 +34,6 @@ from .converters import (
     messages_to_turns,
     with_memories,
 )
-from .policy import guarded
 from .scope import RunScope, check_on_missing_user, run_scope
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class RMMMiddleware(AgentMiddleware):
     session of its own, ended with the run (reflected by the memory's background worker
     when it has one, else at once).
 
-    Errors (`langchain_rmm.policy`): a run without a user, or with an invalid id, raises
+    Errors (`rmm_core.policy`): a run without a user, or with an invalid id, raises
     `InvalidInputError` before the model is called (`on_missing_user="disable"` runs it
     without memory instead); any other failing memory call is logged and the agent goes on
     without memory, unless `strict=True`, which raises it.

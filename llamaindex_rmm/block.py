@@ -11,10 +11,10 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 
 from rmm_core import Memory
+from rmm_core.policy import aguarded
 from rmm_core.types import check_id
 
 from .converters import check_target, hits_to_text, latest_user_text, messages_to_turns
-from .policy import guarded
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
     session_id: str | None = Field(
         default=None, description="Session flushed turns go to; None = the Memory's session.")
     strict: bool = Field(default=False, description="Raise memory failures instead of "
-                                                    "logging them (`llamaindex_rmm.policy`).")
+                                                    "logging them (`rmm_core.policy`).")
     _last_session: str | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
@@ -46,7 +46,7 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
 
     async def _aget(self, messages: list[ChatMessage] | None = None,
                     **block_kwargs: Any) -> str:
-        result = await guarded(lambda: self.memory.asearch(
+        result = await aguarded(lambda: self.memory.asearch(
             latest_user_text(messages or []), user_id=self.user_id, k=self.k),
             strict=self.strict, what="recall failed", logger=logger)
         return hits_to_text(list(result or []))
@@ -59,7 +59,7 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
         tagged = next((m.additional_kwargs.get("session_id") for m in messages
                        if m.additional_kwargs.get("session_id")), None)
         session = self.session_id or tagged or self._last_session or uuid.uuid4().hex
-        if await guarded(lambda: self.memory.aappend(turns, user_id=self.user_id,
+        if await aguarded(lambda: self.memory.aappend(turns, user_id=self.user_id,
                                                      session_id=session),
                          strict=self.strict, what="could not log the turns", logger=logger):
             self._last_session = session

@@ -18,6 +18,7 @@ from llama_index.core.memory.types import BaseMemory
 from rmm_core import Memory as MemoryRecord
 from rmm_core import MemoryHit, ReflectiveMemory
 from rmm_core.errors import InvalidInputError
+from rmm_core.policy import aguarded
 from rmm_core.types import check_id
 
 from .converters import (
@@ -28,7 +29,6 @@ from .converters import (
     messages_to_turns,
     new_tail,
 )
-from .policy import guarded
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -51,7 +51,7 @@ class RMMMemory(BaseMemory):
     (what a chat engine's `reset()` calls) and `end_session()` end the session: it is
     reflected into memories and a new one starts.
 
-    Errors (`llamaindex_rmm.policy`): bad input raises `InvalidInputError`; any other
+    Errors (`rmm_core.policy`): bad input raises `InvalidInputError`; any other
     failing memory call (search, log, reflection) is logged and the chat goes on without
     memory, unless `strict=True`.
     """
@@ -215,7 +215,7 @@ class RMMMemory(BaseMemory):
             self._pending = True
 
     async def _guarded(self, what: str, call: Callable[[], Awaitable[T]]) -> T | None:
-        return await guarded(call, strict=self.strict, what=what, logger=logger)
+        return await aguarded(call, strict=self.strict, what=what, logger=logger)
 
     # sync API: the async methods run to completion -----------------------------------------
     def get(self, input: str | ChatMessage | None = None, initial_token_count: int = 0,
