@@ -22,12 +22,8 @@ def guarded(call: Callable[[], T], *, strict: bool, what: str,
     """Run `call()` under the policy above."""
     try:
         return call()
-    except InvalidInputError:
-        raise
-    except Exception:
-        if strict:
-            raise
-        logger.exception("reflective memory: %s; going on without it", what)
+    except Exception as exc:
+        _fail(exc, strict, what, logger)
         return None
 
 
@@ -36,10 +32,13 @@ async def aguarded(call: Callable[[], Awaitable[T]], *, strict: bool, what: str,
     """Await `call()` under the policy above."""
     try:
         return await call()
-    except InvalidInputError:
-        raise
-    except Exception:
-        if strict:
-            raise
-        logger.exception("reflective memory: %s; going on without it", what)
+    except Exception as exc:
+        _fail(exc, strict, what, logger)
         return None
+
+
+def _fail(exc: Exception, strict: bool, what: str, logger: logging.Logger) -> None:
+    """Inside the `except` of a guarded call: raise `exc` again, or log it."""
+    if strict or isinstance(exc, InvalidInputError):
+        raise exc
+    logger.error("reflective memory: %s; going on without it", what, exc_info=exc)
