@@ -9,6 +9,7 @@ test that ingests uses the real memory and the real packaged embedder.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -161,6 +162,10 @@ def test_bench_retrieval_runs_on_the_shipped_jsonl(capsys, tmp_path):
                                             for r in ("bm25", "dense", "fused"))}
     assert {"words/hit p50", "words/hit p95", "Rtok@4000"} <= set(rows["turn/bm25"])
     assert rows["turn/bm25"]["words/hit p95"] <= 14  # the longest turn has 14 words
+    # ingest speed comes with the embedder's own pace on the same passages, same run
+    assert rows["rmm (default)"]["embedder words/s"] > 0
+    assert re.search(r"the embedder alone on passages of the same turns, this run: \d+ "
+                     r"words/s, ratio \d+\.\d\d\)", printed)
 
 
 def test_bench_rejects_bad_jsonl_with_the_line(capsys, tmp_path):
