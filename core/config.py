@@ -128,3 +128,7 @@ def unit_words(config: MemoryConfig) -> int:
     """Words an LLM-free memory's text may hold so its hit fits `max_hit_words` with the
     date prefix (three words: `[8 May 2023]`)."""
     return config.max_hit_words - 3
+
+
+DEFAULT_UNIT_WORDS = unit_words(MemoryConfig())
+"""`unit_words` of the default settings: LLM stages built outside a pipeline use it."""

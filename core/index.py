@@ -84,6 +84,11 @@ class FusionWeights:
     assistant_speakers: frozenset[str] = frozenset({"assistant"})
     """Speaker names (case-folded) of the assistant side of a chat."""
 
+    def by_assistant(self, speakers: list[str]) -> bool:
+        """Whether text of these speakers is the assistant's alone (gets the `assistant`
+        penalty)."""
+        return bool(speakers) and all(s.casefold() in self.assistant_speakers for s in speakers)
+
 
 @dataclass(slots=True)
 class _TurnRows:
@@ -228,13 +233,14 @@ class UserIndex:
         """The vector rows of the memory at `position`: its own first, then its turns'."""
         return self.vectors[self._rows[self._start[position]:self._start[position + 1]]]
 
-    def assistant_only(self, names: frozenset[str]) -> np.ndarray:
-        """Per memory: 1.0 when every speaker of its turns is one of `names`, else 0.0."""
+    def assistant_only(self, weights: FusionWeights) -> np.ndarray:
+        """Per memory: 1.0 when `weights` count its speakers as the assistant alone, else 0.0
+        (kept for the last speaker names asked)."""
+        names = weights.assistant_speakers
         if self._assistant is None or self._assistant[0] != names:
             only = np.zeros(len(self.ids), dtype=np.float32)
-            if names and len(self._speakers) == len(self.ids):
-                only[:] = [bool(s) and all(x.casefold() in names for x in s)
-                           for s in self._speakers]
+            if len(self._speakers) == len(self.ids):
+                only[:] = [weights.by_assistant(s) for s in self._speakers]
             self._assistant = (names, only)
         return self._assistant[1]
 
@@ -332,7 +338,7 @@ class UserIndex:
             if not len(shortlist):
                 return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         lexical_stats = _stats(lexical)
-        assistant = (self.assistant_only(weights.assistant_speakers) if weights.assistant
+        assistant = (self.assistant_only(weights) if weights.assistant
                      else np.zeros(n, dtype=np.float32))
 
         def base(positions: np.ndarray) -> np.ndarray:

@@ -75,8 +75,8 @@ class OpenTurns:
         dense = np.stack([p.vector for p in flat]) @ query_vec
         query_tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
         lexical = (corpus or Corpus.of(docs)).scores(query_tokens, docs)
-        assistant = np.repeat([t.speaker.casefold() in weights.assistant_speakers
-                               for t, _ in turns], counts).astype(np.float32)
+        assistant = np.repeat([weights.by_assistant([t.speaker]) for t, _ in turns],
+                              counts).astype(np.float32)
         fused = (scale or Scale.of(lexical, dense)).fuse(weights, lexical, dense, assistant)
         starts = np.cumsum(counts) - counts
         best_score = np.maximum.reduceat(fused, starts)

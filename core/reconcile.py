@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from . import prompts
+from .config import DEFAULT_UNIT_WORDS
 from .parse import ParseError, ask, with_fallback
 from .session import Draft
 from .types import Memory
@@ -77,7 +78,7 @@ class LLMReconciler:
     """
 
     def __init__(self, llm: Any, fallback: Reconciler | None = None, *,
-                 min_similarity: float = 0.3, max_words: int = 147) -> None:
+                 min_similarity: float = 0.3, max_words: int = DEFAULT_UNIT_WORDS) -> None:
         self.llm, self.min_similarity = llm, min_similarity
         self.fallback = fallback or ThresholdReconciler(max_words=max_words)
         self.max_words = max_words
