@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .errors import InvalidInputError
 from .llm import LLM
+from .text import content_words
 from .types import Memory, MemoryHit, SearchResult
 
 CITE_PROMPT = """You are a personal assistant with notes from earlier conversations with the \
@@ -33,7 +34,6 @@ NO_MEMORIES = "(no notes)"
 _CITATION = re.compile(r"\[\s*(?:notes?|memory|memories|mem|#)?\s*#?"
                        r"(\d{1,3}(?:\s*(?:,|;|and|&|\s)\s*#?\d{1,3})*)\s*\]", re.IGNORECASE)
 _NO_CITE = re.compile(r"\[\s*no[\s_-]?cite\s*\]", re.IGNORECASE)
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 @dataclass(slots=True, repr=False)
@@ -96,14 +96,6 @@ def answer_with_citations(llm: LLM, query: str, result: SearchResult) -> CitedAn
         raise InvalidInputError(f"the llm returned {type(raw).__name__}, not text")
     cited = [hits[i - 1] for i in parse_citations(raw, len(hits))]
     return CitedAnswer(strip_citations(raw, len(hits)), cited, result, raw)
-
-
-def content_words(text: str, stemmer: Callable | None = None) -> set[str]:
-    """Lower-cased words without English stop words (stemmed when a stemmer is given)."""
-    from bm25s.stopwords import STOPWORDS_EN
-
-    words = [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS_EN]
-    return set(stemmer(words) if stemmer else words)
 
 
 def cite_by_overlap(answer: str, result: SearchResult, *, min_coverage: float = 0.5,

@@ -24,6 +24,7 @@ from .progress import progress
 from .storage import default_location, open_store
 from .storage.base import Store
 from .storage.redact import redact
+from .text import clip
 from .transfer import export_records, import_records
 from .types import Memory
 
@@ -214,15 +215,15 @@ def _inspect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
                 "attrs": m.attrs}) + "\n")
             continue
         out.write(f"[{n}] {m.id}  v{len(m.versions)}  updated {_iso(m.updated_at)}\n")
-        out.write(f"    text: {_short(m.text, 300)}\n    key:  {_short(m.key, 200)}\n")
+        out.write(f"    text: {clip(m.text, 300)}\n    key:  {clip(m.key, 200)}\n")
         out.write("    from turns:\n")
         for ref in m.refs:
             turn = turns.get(ref)
-            line = f"{turn.speaker}: {_short(turn.text, 120)}" if turn else "(not in the log)"
+            line = f"{turn.speaker}: {clip(turn.text, 120)}" if turn else "(not in the log)"
             out.write(f"      {ref}  {line}\n")
         out.write("    versions:\n")
         for v in m.versions:
-            out.write(f"      v{v.version} {v.reason} {_iso(v.at)}: {_short(v.text, 120)}\n")
+            out.write(f"      v{v.version} {v.reason} {_iso(v.at)}: {clip(v.text, 120)}\n")
     if not args.json:
         shown = f"{len(memories)} of {total}" if len(memories) < total else f"{total}"
         out.write(f"{shown} memories of {user}\n")
@@ -262,7 +263,7 @@ def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
                                   "refs": hit.refs, "text": hit.text}) + "\n")
         else:
             out.write(f"{hit.rank + 1}. score {hit.score:.3f}  {hit.memory.id}  "
-                      f"refs {', '.join(hit.refs)}\n   {_short(hit.text, 300)}\n")
+                      f"refs {', '.join(hit.refs)}\n   {clip(hit.text, 300)}\n")
     if not result.hits and not args.json:
         out.write("no hits\n")
     return OK
@@ -407,7 +408,3 @@ def _records(lines: TextIO) -> Iterator[dict[str, Any]]:
 def _iso(value: Any) -> str:
     return value.isoformat(timespec="seconds") if value is not None else "-"
 
-
-def _short(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

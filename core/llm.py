@@ -16,6 +16,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import InvalidInputError, LLMError
+from .text import count_tokens
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
@@ -115,11 +116,6 @@ def record_usage(**counts: int) -> None:
     if tally is not None:
         for name, value in counts.items():
             tally[name] = tally.get(name, 0) + int(value)
-
-
-def estimate_tokens(text: str) -> int:
-    """About four characters per token: the rule of thumb when a backend reports no counts."""
-    return (len(text) + 3) // 4
 
 
 # the one way every caller reaches the LLM -------------------------------------------------------
@@ -255,7 +251,7 @@ class MeteredLLM:
         future = self._runner.submit(job, lambda: self._end(call))
         if not wait([future], self.timeout).done:
             self._abandon(call, future)
-            self._count(calls=1, failures=1, prompt_tokens=estimate_tokens(prompt))
+            self._count(calls=1, failures=1, prompt_tokens=count_tokens(prompt))
             message = f"the LLM did not answer within {self.timeout:g} s"
             if timed_out is not None:
                 timed_out.append(message)
@@ -268,8 +264,8 @@ class MeteredLLM:
             raise LLMError(f"the LLM call failed: {type(exc).__name__}: {exc}") from exc
         text, usage = future.result()
         self._count(calls=1,
-                    prompt_tokens=usage.get("prompt_tokens") or estimate_tokens(prompt),
-                    completion_tokens=usage.get("completion_tokens") or estimate_tokens(text))
+                    prompt_tokens=usage.get("prompt_tokens") or count_tokens(prompt),
+                    completion_tokens=usage.get("completion_tokens") or count_tokens(text))
         return text
 
     async def acomplete(self, prompt: str) -> str:

@@ -20,6 +20,7 @@ from .embed import Embedder
 from .errors import MissingDependencyError
 from .parse import ParseError, as_index, ask, load_json, with_fallback
 from .storage.base import AttrsUpdate, Store
+from .text import clip
 from .types import Memory, MemoryHit, utcnow
 
 BACKFILL = 32
@@ -150,7 +151,7 @@ class LLMNoteWriter:
         return out
 
     def _ask(self, memories: list[Memory]) -> list[Note]:
-        listing = "\n".join(f"[{i}] {_clip(m.text)}" for i, m in enumerate(memories))
+        listing = "\n".join(f"[{i}] {clip(m.text, 700)}" for i, m in enumerate(memories))
         return ask(self.llm, NOTE_PROMPT.format(notes=listing),
                    lambda answer: parse_notes(answer, len(memories)))
 
@@ -187,10 +188,6 @@ def _strings(value: Any) -> list[str]:
         return []
     return list(dict.fromkeys(str(v).strip() for v in value if str(v).strip()))[:8]
 
-
-def _clip(text: str, limit: int = 700) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + " …"
 
 
 # links and evolution ----------------------------------------------------------------------------
@@ -261,7 +258,7 @@ class LLMLinker:
 
 def _note_block(memory: Memory) -> str:
     note = note_of(memory)
-    return _clip(memory.text) + (f"\n    ({note.line()})" if note else "")
+    return clip(memory.text, 700) + (f"\n    ({note.line()})" if note else "")
 
 
 def parse_links(answer: str, stored: Sequence[Memory]) -> LinkDecision:

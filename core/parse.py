@@ -69,6 +69,24 @@ def as_index(value: Any) -> int | None:
     return None
 
 
+def yes_no(answer: str) -> bool | None:
+    """The answer's verdict: the first "yes" or "no" among its first five words (so "Yes.",
+    "**No**" and "Answer: yes" count, and a long explanation that merely mentions one does
+    not); None when there is none."""
+    for word in re.findall(r"[a-z]+", answer.lower())[:5]:
+        if word in ("yes", "no"):
+            return word == "yes"
+    return None
+
+
+def parse_yes_no(answer: str) -> bool:
+    """`yes_no` for `ask`: a `ParseError` (sent back in the repair prompt) when unclear."""
+    verdict = yes_no(answer)
+    if verdict is None:
+        raise ParseError("answer with one word: yes or no")
+    return verdict
+
+
 def ask(llm: Any, prompt: str, parse: Callable[[str], T]) -> T:
     """Ask, parse, and on a `ParseError` ask once more with the problem named.
 

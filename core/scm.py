@@ -12,47 +12,12 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from .context import format_date
 from .errors import InvalidInputError
 from .llm import metered
-from .parse import with_fallback
+from .parse import with_fallback, yes_no
+from .text import Counter, as_counter, content_words
 from .types import MemoryHit, SearchResult, Turn, check_id
 
 if TYPE_CHECKING:
     from .memory import ReflectiveMemory
-
-Counter = Callable[[str], int]
-
-
-def count_tokens(text: str) -> int:
-    """About four characters per token: the rule of thumb when no tokenizer is at hand."""
-    return (len(text) + 3) // 4
-
-
-def count_words(text: str) -> int:
-    return len(text.split())
-
-
-COUNTERS: dict[str, Counter] = {"tokens": count_tokens, "words": count_words}
-"""Budget units by name; a callable `str -> int` is accepted wherever a name is."""
-
-
-def as_counter(unit: str | Counter) -> Counter:
-    if callable(unit):
-        return unit
-    if unit not in COUNTERS:
-        raise InvalidInputError(f"unknown budget unit {unit!r}; choose one of {sorted(COUNTERS)}")
-    return COUNTERS[unit]
-
-
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_STOP = frozenset("""a an the and or but if of to in on at by for with from is am are was were be
-been do does did have has had i me my you your we our he she it its they them their this that
-what which who whom when where why how can could would should will shall may might must
-please tell about just so than then there here some any""".split())
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words that carry meaning (stop words dropped); crude but dependable."""
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
-
 
 # the activation gate ---------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
@@ -141,15 +106,8 @@ class LLMGate:
 
 def _ask_yes_no(llm: Any, stage: str, prompt: str) -> bool | None:
     """The LLM's YES/NO; None when it is unclear or the LLM failed (with a warning)."""
-    return with_fallback(stage, lambda: _yes_no(llm.complete(prompt)), lambda: None)
+    return with_fallback(stage, lambda: yes_no(llm.complete(prompt)), lambda: None)
 
-
-def _yes_no(answer: str) -> bool | None:
-    words = re.findall(r"[a-z]+", answer.lower())
-    for word in words[:5]:
-        if word in ("yes", "no"):
-            return word == "yes"
-    return None
 
 
 # the context builder ----------------------------------------------------------------------------

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from . import prompts
-from .parse import ParseError, as_index, ask, load_json, with_fallback
+from .parse import ParseError, as_index, ask, load_json, parse_yes_no, with_fallback
 from .session import SessionInput
 from .types import Turn
 
@@ -187,9 +186,3 @@ def parse_segments(answer: str, n: int) -> list[list[int]]:
     edges = sorted(cuts | {0, n})
     return [list(range(a, b)) for a, b in zip(edges, edges[1:])]
 
-
-def parse_yes_no(answer: str) -> bool:
-    word = re.match(r"\W*(\w+)", answer.lower())
-    if word and word.group(1) in ("yes", "no"):
-        return word.group(1) == "yes"
-    raise ParseError("answer with the single word yes or no")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInputError, RMMError
 from .index import bm25_index, english_stemmer, tokenize
+from .text import clip
 from .types import Turn, check_id
 
 if TYPE_CHECKING:
@@ -67,10 +68,6 @@ def _page(value: Any) -> int:
     return value
 
 
-def _snip(text: str) -> str:
-    return text if len(text) <= MAX_SNIPPET else text[:MAX_SNIPPET] + " ..."
-
-
 class MemoryTools:
     """The five tools, bound to one memory and one user (and the user's working context)."""
 
@@ -117,8 +114,8 @@ class MemoryTools:
         if not shown:
             return f"No archival memories match {query!r}" + (f" on page {page}." if page
                                                                 else ".")
-        lines = [f"[{start + i}] (memory {h.memory.id}) {_snip(h.text)}"
-                 for i, h in enumerate(shown)]
+        lines = [f"[{start + i}] (memory {h.memory.id}) "
+                 f"{clip(h.text, MAX_SNIPPET, flatten=False)}" for i, h in enumerate(shown)]
         return f"Archival memory, page {page}:\n" + "\n".join(lines)
 
     @_agent_errors
@@ -130,7 +127,8 @@ class MemoryTools:
         shown = found[start:start + self.page_size]
         if not shown:
             return f"No past messages match {query!r}" + (f" on page {page}." if page else ".")
-        lines = [f"[{t.session_id} / {t.id}] {_snip(t.render())}" for t in shown]
+        lines = [f"[{t.session_id} / {t.id}] {clip(t.render(), MAX_SNIPPET, flatten=False)}"
+                 for t in shown]
         return (f"Past messages, page {page} ({len(found)} matches):\n" + "\n".join(lines))
 
     def tools(self) -> list[MemoryTool]:

@@ -25,8 +25,9 @@ import numpy as np
 from .embed import Embedder
 from .errors import InvalidInputError, StorageError
 from .llm import metered, usage_scope
-from .parse import ParseError, ask, load_json, with_fallback
+from .parse import ParseError, ask, load_json, parse_yes_no, with_fallback
 from .storage.base import Store, user_state_name
+from .text import clip
 from .types import check_id, utcnow
 
 STATE_PREFIX = "workflows/"
@@ -91,12 +92,12 @@ class Trajectory:
     def render(self) -> str:
         lines = [f"Task: {self.task}"]
         for n, step in enumerate(self.steps, start=1):
-            parts = [f"{name}: {_clip(text)}" for name, text in (
+            parts = [f"{name}: {clip(text, 400)}" for name, text in (
                 ("observation", step.observation), ("reasoning", step.reasoning),
                 ("action", step.action)) if text]
             lines.append(f"Step {n}. " + " | ".join(parts))
         if self.outcome:
-            lines.append(f"Outcome: {_clip(self.outcome)}")
+            lines.append(f"Outcome: {clip(self.outcome, 400)}")
         return "\n".join(lines)
 
 
@@ -290,13 +291,6 @@ class LLMJudge:
             lambda: self.fallback.judge(trajectory))
 
 
-def parse_yes_no(answer: str) -> bool:
-    word = re.search(r"\b(yes|no)\b", answer.lower())
-    if word is None:
-        raise ParseError("answer with one word: yes or no")
-    return word.group(1) == "yes"
-
-
 # storage and retrieval -----------------------------------------------------------------------
 def owner_key(user_id: str | None, agent_id: str | None) -> str:
     """`user/<id>` or `agent/<id>`: exactly one of the two must be given."""
@@ -464,7 +458,3 @@ def _vector(text: str) -> np.ndarray:
 def _embed_text(flow: Workflow) -> str:
     return flow.description + "\n" + "\n".join(flow.steps)
 
-
-def _clip(text: str, limit: int = 400) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + " …"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from .errors import InvalidInputError, StorageError
 from .llm import metered
 from .parse import with_fallback
-from .scm import Counter, as_counter, content_words
+from .text import Counter, as_counter, content_words
 from .types import Turn, check_id
 
 if TYPE_CHECKING:

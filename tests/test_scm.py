@@ -17,8 +17,8 @@ from rmm_core.scm import (
     RuleGate,
     SCMController,
     candidates_from,
-    count_words,
 )
+from rmm_core.text import count_words
 from rmm_core.types import Memory, MemoryHit
 
 SESSION = [

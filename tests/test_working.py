@@ -11,7 +11,7 @@ import pytest
 from rmm_core import InvalidInputError, ReflectiveMemory, Turn
 from rmm_core.embed import HashEmbedder
 from rmm_core.errors import LLMFallbackWarning
-from rmm_core.scm import count_words
+from rmm_core.text import count_words
 from rmm_core.tools import search_turns
 from rmm_core.working import BlockSpec, ExtractiveSummarizer, LLMSummarizer, WorkingContext
 
