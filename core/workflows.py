@@ -16,7 +16,7 @@ import base64
 import json
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,6 +27,7 @@ from .errors import InvalidInputError, StorageError
 from .llm import metered, usage_scope
 from .parse import ParseError, ask, load_json, parse_yes_no, with_fallback
 from .storage.base import Store, user_state_name
+from .storage.cas import compare_and_set
 from .text import clip
 from .types import check_id, utcnow
 
@@ -364,7 +365,7 @@ class WorkflowMemory:
 
     def forget(self, *, user_id: str | None = None, agent_id: str | None = None) -> None:
         """Delete every workflow of the owner."""
-        self._update(owner_key(user_id, agent_id), lambda stored: [])
+        self._update(owner_key(user_id, agent_id), lambda stored: stored.clear())
 
     async def ainduce(self, trajectories: Sequence[Any], **kw: Any) -> list[Workflow]:
         return await asyncio.to_thread(self.induce, trajectories, **kw)
@@ -416,15 +417,15 @@ class WorkflowMemory:
         except (ValueError, KeyError, TypeError) as exc:
             raise StorageError(f"stored workflows of {owner} are unreadable: {exc}") from exc
 
-    def _update(self, owner: str, change: Any, attempts: int = 20) -> None:
-        """Read, change, compare-and-set; retried when another writer got there first."""
-        for _ in range(attempts):
-            version, stored = self._load(owner)
+    def _update(self, owner: str, change: Callable[[list], Any]) -> None:
+        """Read, change in place, compare-and-set (retried when another writer got there
+        first)."""
+        def save(version: int, stored: list[tuple[Workflow, np.ndarray]]) -> bool:
             rows = [{"workflow": asdict(w), "vector": base64.b64encode(
-                np.asarray(v, dtype=np.float32).tobytes()).decode()} for w, v in change(stored)]
-            if self.store.save_state(_state_name(owner), version, json.dumps(rows).encode()):
-                return
-        raise StorageError(f"workflows of {owner} kept changing under {attempts} attempts")
+                np.asarray(v, dtype=np.float32).tobytes()).decode()} for w, v in stored]
+            return self.store.save_state(_state_name(owner), version, json.dumps(rows).encode())
+
+        compare_and_set(lambda: self._load(owner), save, change, what=f"workflows of {owner}")
 
 
 def as_workflow_memory(memory: Any) -> WorkflowMemory:

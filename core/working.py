@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .errors import InvalidInputError, StorageError
+from .errors import InvalidInputError
 from .llm import metered
 from .parse import with_fallback
+from .storage.cas import compare_and_set
 from .text import Counter, as_counter, content_words
 from .types import Turn, check_id
 
@@ -315,14 +316,11 @@ class WorkingContext:
                                data.get("pressure", False), data.get("evicted", 0))
 
     def _update(self, change: Callable[[_State], Any]) -> Any:
-        """Load, change, compare-and-set; retried when another writer got there first."""
-        for _ in range(20):
-            version, state = self._load()
-            out = change(state)
-            if self.mem.store.save_user_state(self.user_id, STATE_NAME, version,
-                                              _dump(state)):
-                return out
-        raise StorageError("the working context kept changing under this write; retry")
+        """Load, change, compare-and-set (retried when another writer got there first)."""
+        return compare_and_set(
+            self._load, lambda version, state: self.mem.store.save_user_state(
+                self.user_id, STATE_NAME, version, _dump(state)),
+            change, what="the working context")
 
 
 def _dump(state: _State) -> bytes:
