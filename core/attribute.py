@@ -11,22 +11,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import prompts
 from .errors import InvalidInputError
 from .llm import LLM
 from .text import content_words
 from .types import Memory, MemoryHit, SearchResult
-
-CITE_PROMPT = """You are a personal assistant with notes from earlier conversations with the \
-user. Use them to answer the question below.
-
-Notes, numbered:
-{memories}
-
-Question: {query}
-
-Write a short, direct answer. Right after any statement that relies on a note, put that \
-note's number in square brackets, such as [2] or [1][3]. Number only notes you really used. \
-If no note helped, still answer as best you can and finish with [NO_CITE]."""
 
 NO_MEMORIES = "(no notes)"
 
@@ -62,7 +51,7 @@ class CitedAnswer:
 def citation_prompt(query: str, hits: list[MemoryHit]) -> str:
     """The answer-with-citations prompt: memories numbered from 1 in rank order."""
     listed = "\n".join(f"[{i}] {hit.text}" for i, hit in enumerate(hits, start=1))
-    return CITE_PROMPT.format(memories=listed or NO_MEMORIES, query=query.strip())
+    return prompts.CITE.format(memories=listed or NO_MEMORIES, query=query.strip())
 
 
 def parse_citations(text: str, n: int) -> list[int]:

@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from . import prompts
 from .config import DEFAULT_UNIT_WORDS
+from .llm import metered
 from .parse import ParseError, as_index, ask, load_json, with_fallback
 from .session import Draft, SessionInput
 from .tokens import tokenize
@@ -59,7 +60,7 @@ class LLMExtractor:
 
     def __init__(self, llm: Any, fallback: Extractor | None = None, *,
                  max_words: int = DEFAULT_UNIT_WORDS) -> None:
-        self.llm = llm
+        self.llm = metered(llm)
         self.fallback = fallback or SegmentExtractor()
         self.max_words = max_words
 

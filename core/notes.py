@@ -16,8 +16,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from . import prompts
 from .embed import Embedder
 from .errors import MissingDependencyError
+from .llm import metered
 from .parse import ParseError, as_index, ask, load_json, with_fallback
 from .storage.base import AttrsUpdate, Store
 from .text import clip
@@ -119,27 +121,13 @@ def _context(memory: Memory, keywords: list[str]) -> str:
     return f"{who} on {', '.join(keywords[:3])}" if keywords else who
 
 
-NOTE_PROMPT = """You file memory notes so that they can be found again later.
-For every numbered note below write:
-- "keywords": 3 to 6 specific words or short phrases from the note (people, things, places,
-  events, dates);
-- "tags": 2 to 4 broad categories the note belongs to (such as "family", "career", "travel");
-- "context": one sentence saying what the note is about and why it may matter later.
-
-Answer with one JSON list and nothing else: one object per note, in the order given, like
-[{{"note": 0, "keywords": ["pottery class", "March 2023"], "tags": ["hobbies"],
-  "context": "Maya describes starting a pottery class."}}]
-
-Notes:
-{notes}
-"""
 
 
 class LLMNoteWriter:
     """A-MEM's note construction: one LLM call per batch of memories, JSON out."""
 
     def __init__(self, llm: Any, fallback: NoteWriter | None = None, batch: int = 8) -> None:
-        self.llm, self.batch = llm, batch
+        self.llm, self.batch = metered(llm), batch
         self.fallback = fallback or TfidfNoteWriter()
 
     def describe(self, memories: Sequence[Memory], corpus: Sequence[str]) -> list[Note]:
@@ -152,7 +140,7 @@ class LLMNoteWriter:
 
     def _ask(self, memories: list[Memory]) -> list[Note]:
         listing = "\n".join(f"[{i}] {clip(m.text, 700)}" for i, m in enumerate(memories))
-        return ask(self.llm, NOTE_PROMPT.format(notes=listing),
+        return ask(self.llm, prompts.NOTES.format(notes=listing),
                    lambda answer: parse_notes(answer, len(memories)))
 
 
@@ -217,38 +205,20 @@ class SimilarityLinker:
         return LinkDecision([m.id for m, score in neighbours if score >= self.threshold])
 
 
-LINK_PROMPT = """You keep a network of linked memory notes. A NEW note has just been stored;
-below it are the stored notes most similar to it, numbered.
-1. Choose the stored notes that are really related to the new note (the same people, event,
-   plan or topic, or one explains the other) and should be linked to it.
-2. A linked note's context and tags may need to change now that the new note exists (for
-   example a plan that is now done, or a topic that turned out broader). For each such note,
-   give its new one-sentence context and its new tags. Leave out notes that need no change.
-
-Answer with one JSON object and nothing else, like
-{{"links": [0, 2], "updates": [{{"note": 0, "context": "...", "tags": ["...", "..."]}}]}}
-and with {{"links": [], "updates": []}} when nothing is related.
-
-NEW note:
-{new}
-
-STORED notes:
-{stored}
-"""
 
 
 class LLMLinker:
     """A-MEM's link generation and memory evolution in one LLM call per new memory."""
 
     def __init__(self, llm: Any, fallback: Linker | None = None) -> None:
-        self.llm = llm
+        self.llm = metered(llm)
         self.fallback = fallback or SimilarityLinker()
 
     def link(self, memory: Memory, neighbours: Sequence[tuple[Memory, float]]) -> LinkDecision:
         if not neighbours:
             return LinkDecision()
         stored = [m for m, _ in neighbours]
-        prompt = LINK_PROMPT.format(
+        prompt = prompts.LINKS.format(
             new=_note_block(memory),
             stored="\n".join(f"[{i}] {_note_block(m)}" for i, m in enumerate(stored)))
         return with_fallback("linking",
@@ -370,8 +340,6 @@ class NoteKeeper:
 def keeper_for(store: Store, embedder: Embedder, config: Any, llm: Any = None) -> NoteKeeper:
     """The keeper a `ReflectiveMemory` runs: LLM notes and links with an LLM, else LLM-free."""
     if llm is not None:
-        from .llm import metered
-
         model = metered(llm, config)
         writer: NoteWriter = LLMNoteWriter(model)
         linker: Linker = LLMLinker(model, SimilarityLinker(config.note_link_threshold))

@@ -126,3 +126,12 @@ def with_fallback(stage: str, run: Callable[[], T], fallback: Callable[[], T]) -
         log.warning(message, exc_info=not isinstance(exc, LLMError))
         warnings.warn(message, LLMFallbackWarning, stacklevel=3)
         return fallback()
+
+
+def ask_yes_no(llm: Any, stage: str, prompt: str, *, repair: bool = False) -> bool | None:
+    """The LLM's yes or no to `prompt`; None when the answer is unclear (after one repair
+    round with `repair`) or the LLM failed (with a warning), so the caller's LLM-free
+    judgement decides."""
+    if repair:
+        return with_fallback(stage, lambda: ask(llm, prompt, parse_yes_no), lambda: None)
+    return with_fallback(stage, lambda: yes_no(llm.complete(prompt)), lambda: None)

@@ -1,8 +1,9 @@
-"""Prompts of the LLM write-path stages, in this project's own words.
+"""Every prompt the library sends to an LLM, in this project's own words.
 
 They follow the papers' structure and output formats: RMM's per-speaker topic memories
 (`{"summary", "reference"}` or `NO_TRAIT`) and its `Add()` / `Merge(i, summary)` actions,
-SeCom's zero-shot segmentation into turn ranges and its incremental same-topic judgement.
+SeCom's zero-shot segmentation into turn ranges and its incremental same-topic judgement;
+then the read side and the options (citations, SCM, MemGPT, A-MEM, Agent Workflow Memory).
 Placeholders are `str.format` fields; literal braces are doubled.
 """
 
@@ -81,6 +82,125 @@ Your previous answer was:
 {answer}
 
 Answer the task again. Follow the required format exactly and write nothing else.
+"""
+
+
+# RMM's retrospective reflection: answer with [i] citations or [NO_CITE]
+CITE = """You are a personal assistant with notes from earlier conversations with the \
+user. Use them to answer the question below.
+
+Notes, numbered:
+{memories}
+
+Question: {query}
+
+Write a short, direct answer. Right after any statement that relies on a note, put that \
+note's number in square brackets, such as [2] or [1][3]. Number only notes you really used. \
+If no note helped, still answer as best you can and finish with [NO_CITE]."""
+
+
+# SCM's memory gate: does the message need long-term memory?
+GATE = """You decide whether an assistant must look into its long-term memory of past
+conversations with this user before it answers. Memory is needed when the message refers to
+earlier conversations, asks about the user's life, people, plans or preferences, or can only be
+answered well by knowing them. It is not needed for greetings, thanks, general knowledge or
+anything the current exchange already settles.
+
+Previous turn: {previous}
+New message: {query}
+
+Answer with one word: YES or NO."""
+
+
+# SCM's summary-or-full judgement
+SUMMARY_SUFFICES = """A question is to be answered from a memory. The memory exists as a short
+summary and as the full original conversation turns. Is the summary alone enough to answer the
+question as well as the full turns would?
+
+Question: {query}
+
+Summary:
+{summary}
+
+Answer with one word: YES or NO."""
+
+
+# MemGPT's recursive summary of evicted messages
+RECURSIVE_SUMMARY = """You maintain a running summary of a conversation whose oldest messages no
+longer fit in the assistant's context. Rewrite the summary so that it also covers the messages
+below. Keep names, numbers, dates, decisions and open questions; drop greetings and filler.
+Stay under {limit} words. Answer with the summary only.
+
+Current summary:
+{previous}
+
+Messages leaving the context:
+{messages}"""
+
+
+# A-MEM's note construction
+NOTES = """You file memory notes so that they can be found again later.
+For every numbered note below write:
+- "keywords": 3 to 6 specific words or short phrases from the note (people, things, places,
+  events, dates);
+- "tags": 2 to 4 broad categories the note belongs to (such as "family", "career", "travel");
+- "context": one sentence saying what the note is about and why it may matter later.
+
+Answer with one JSON list and nothing else: one object per note, in the order given, like
+[{{"note": 0, "keywords": ["pottery class", "March 2023"], "tags": ["hobbies"],
+  "context": "Maya describes starting a pottery class."}}]
+
+Notes:
+{notes}
+"""
+
+
+# A-MEM's link generation and memory evolution
+LINKS = """You keep a network of linked memory notes. A NEW note has just been stored;
+below it are the stored notes most similar to it, numbered.
+1. Choose the stored notes that are really related to the new note (the same people, event,
+   plan or topic, or one explains the other) and should be linked to it.
+2. A linked note's context and tags may need to change now that the new note exists (for
+   example a plan that is now done, or a topic that turned out broader). For each such note,
+   give its new one-sentence context and its new tags. Leave out notes that need no change.
+
+Answer with one JSON object and nothing else, like
+{{"links": [0, 2], "updates": [{{"note": 0, "context": "...", "tags": ["...", "..."]}}]}}
+and with {{"links": [], "updates": []}} when nothing is related.
+
+NEW note:
+{new}
+
+STORED notes:
+{stored}
+"""
+
+
+# Agent Workflow Memory's induction
+INDUCE_WORKFLOWS = """You turn records of an agent's successful task runs into reusable
+workflows. A workflow captures a routine that recurs across tasks, not one particular task.
+
+For each routine you find, write:
+- "description": one sentence saying what kind of task the workflow accomplishes;
+- "steps": the actions in order, each a short instruction. Replace every concrete value of
+  a particular task (names, numbers, dates, search terms, ids, addresses) with a
+  placeholder in curly braces that says what goes there, such as {{city}} or {{order_id}}.
+Leave out steps that only fixed mistakes. Merge runs that follow the same routine.
+
+Answer with one JSON list and nothing else, like
+[{{"description": "Book a table at a restaurant", "steps": ["Search for {{restaurant}}",
+  "Open the booking form", "Pick {{date}} and {{party_size}}", "Confirm the booking"]}}]
+
+Runs:
+{runs}
+"""
+
+
+# Agent Workflow Memory's success judgement
+TASK_SUCCEEDED = """Below is the record of an agent working on a task. Judge from the record
+alone whether the agent accomplished the task. Answer with one word: yes or no.
+
+{run}
 """
 
 

@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from . import prompts
 from .config import DEFAULT_UNIT_WORDS
+from .llm import metered
 from .parse import ParseError, ask, with_fallback
 from .session import Draft
 from .types import Memory
@@ -79,7 +80,7 @@ class LLMReconciler:
 
     def __init__(self, llm: Any, fallback: Reconciler | None = None, *,
                  min_similarity: float = 0.3, max_words: int = DEFAULT_UNIT_WORDS) -> None:
-        self.llm, self.min_similarity = llm, min_similarity
+        self.llm, self.min_similarity = metered(llm), min_similarity
         self.fallback = fallback or ThresholdReconciler(max_words=max_words)
         self.max_words = max_words
 

@@ -9,10 +9,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from . import prompts
 from .context import format_date
 from .errors import InvalidInputError
 from .llm import metered
-from .parse import with_fallback, yes_no
+from .parse import ask_yes_no
 from .text import Counter, as_counter, content_words
 from .types import MemoryHit, SearchResult, Turn, check_id
 
@@ -74,16 +75,6 @@ class RuleGate:
         return GateDecision(False, f"best memory similarity {best:.2f} < {self.threshold:.2f}")
 
 
-GATE_PROMPT = """You decide whether an assistant must look into its long-term memory of past
-conversations with this user before it answers. Memory is needed when the message refers to
-earlier conversations, asks about the user's life, people, plans or preferences, or can only be
-answered well by knowing them. It is not needed for greetings, thanks, general knowledge or
-anything the current exchange already settles.
-
-Previous turn: {previous}
-New message: {query}
-
-Answer with one word: YES or NO."""
 
 
 class LLMGate:
@@ -96,17 +87,13 @@ class LLMGate:
 
     def decide(self, query: str, *, previous_turn: str | None = None,
                probe: Probe | None = None) -> GateDecision:
-        prompt = GATE_PROMPT.format(previous=previous_turn or "(none)", query=query)
-        verdict = _ask_yes_no(self.llm, "memory gate", prompt)
+        prompt = prompts.GATE.format(previous=previous_turn or "(none)", query=query)
+        verdict = ask_yes_no(self.llm, "memory gate", prompt)
         if verdict is None:
             decision = self.fallback.decide(query, previous_turn=previous_turn, probe=probe)
             return GateDecision(decision.use_memory, f"LLM unclear; {decision.reason}")
         return GateDecision(verdict, "LLM: memory needed" if verdict else "LLM: not needed")
 
-
-def _ask_yes_no(llm: Any, stage: str, prompt: str) -> bool | None:
-    """The LLM's YES/NO; None when it is unclear or the LLM failed (with a warning)."""
-    return with_fallback(stage, lambda: yes_no(llm.complete(prompt)), lambda: None)
 
 
 
@@ -163,19 +150,9 @@ class OverlapJudge:
         return len(wanted & content_words(summary)) >= self.ratio * len(wanted)
 
 
-JUDGE_PROMPT = """A question is to be answered from a memory. The memory exists as a short
-summary and as the full original conversation turns. Is the summary alone enough to answer the
-question as well as the full turns would?
-
-Question: {query}
-
-Summary:
-{summary}
-
-Answer with one word: YES or NO."""
 
 
-class LLMJudge:
+class LLMSummaryJudge:
     """SCM's summary-or-full judgement by the LLM; unclear answers fall back to overlap."""
 
     def __init__(self, llm: Any, fallback: SummaryJudge | None = None) -> None:
@@ -183,8 +160,8 @@ class LLMJudge:
         self.fallback = fallback or OverlapJudge()
 
     def suffices(self, query: str, summary: str, raw: str) -> bool:
-        verdict = _ask_yes_no(self.llm, "summary judgement",
-                              JUDGE_PROMPT.format(query=query, summary=summary))
+        verdict = ask_yes_no(self.llm, "summary judgement",
+                              prompts.SUMMARY_SUFFICES.format(query=query, summary=summary))
         return self.fallback.suffices(query, summary, raw) if verdict is None else verdict
 
 
@@ -307,7 +284,7 @@ class SCMController:
         """LLM gate and judge when an LLM is given, their LLM-free forms otherwise."""
         if llm is None:
             return cls(RuleGate(), ContextBuilder(**builder))
-        return cls(LLMGate(llm), ContextBuilder(judge=LLMJudge(llm), **builder))
+        return cls(LLMGate(llm), ContextBuilder(judge=LLMSummaryJudge(llm), **builder))
 
     def recall(self, mem: ReflectiveMemory, query: str, *, user_id: str,
                previous_turn: str | Turn | None = None, budget: int | None = None,

@@ -7,6 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from . import prompts
+from .llm import metered
 from .parse import ParseError, as_index, ask, load_json, parse_yes_no, with_fallback
 from .session import SessionInput
 from .types import Turn
@@ -111,7 +112,7 @@ class LLMSegmenter:
     """
 
     def __init__(self, llm: Any, fallback: Segmenter | None = None) -> None:
-        self.llm = llm
+        self.llm = metered(llm)
         self.fallback = fallback or EmbeddingSegmenter()
 
     def segment(self, session: SessionInput) -> list[list[int]]:
@@ -134,7 +135,7 @@ class IncrementalLLMSegmenter:
 
     def __init__(self, llm: Any, fallback: Segmenter | None = None, *,
                  max_turns: int = 12) -> None:
-        self.llm, self.max_turns = llm, max_turns
+        self.llm, self.max_turns = metered(llm), max_turns
         self.fallback = fallback or EmbeddingSegmenter()
 
     def continues(self, segment: list[Turn], turn: Turn) -> bool:

@@ -22,10 +22,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from . import prompts
 from .embed import Embedder
 from .errors import InvalidInputError, StorageError
 from .llm import metered, usage_scope
-from .parse import ParseError, ask, load_json, parse_yes_no, with_fallback
+from .parse import ParseError, ask, ask_yes_no, load_json, with_fallback
 from .storage.base import Store, user_state_name
 from .storage.cas import compare_and_set
 from .text import clip
@@ -188,37 +189,20 @@ def abstract(text: str, names: dict[str, str] | None = None) -> str:
     return text
 
 
-INDUCE_PROMPT = """You turn records of an agent's successful task runs into reusable
-workflows. A workflow captures a routine that recurs across tasks, not one particular task.
-
-For each routine you find, write:
-- "description": one sentence saying what kind of task the workflow accomplishes;
-- "steps": the actions in order, each a short instruction. Replace every concrete value of
-  a particular task (names, numbers, dates, search terms, ids, addresses) with a
-  placeholder in curly braces that says what goes there, such as {{city}} or {{order_id}}.
-Leave out steps that only fixed mistakes. Merge runs that follow the same routine.
-
-Answer with one JSON list and nothing else, like
-[{{"description": "Book a table at a restaurant", "steps": ["Search for {{restaurant}}",
-  "Open the booking form", "Pick {{date}} and {{party_size}}", "Confirm the booking"]}}]
-
-Runs:
-{runs}
-"""
 
 
 class LLMInducer:
     """AWM's induction prompt: workflows with descriptive `{placeholders}`, JSON out."""
 
     def __init__(self, llm: Any, fallback: Inducer | None = None, batch: int = 4) -> None:
-        self.llm, self.batch = llm, batch
+        self.llm, self.batch = metered(llm), batch
         self.fallback = fallback or RuleInducer()
 
     def induce(self, trajectories: Sequence[Trajectory]) -> list[Workflow]:
         out: list[Workflow] = []
         for start in range(0, len(trajectories), self.batch):
             part = list(trajectories[start:start + self.batch])
-            prompt = INDUCE_PROMPT.format(runs="\n\n".join(t.render() for t in part))
+            prompt = prompts.INDUCE_WORKFLOWS.format(runs="\n\n".join(t.render() for t in part))
             sources = [t.id for t in part]
             out += with_fallback(
                 "workflow induction",
@@ -269,27 +253,21 @@ class OutcomeJudge:
         return bool(trajectory.outcome.strip()) and not _FAILURE.search(trajectory.outcome)
 
 
-JUDGE_PROMPT = """Below is the record of an agent working on a task. Judge from the record
-alone whether the agent accomplished the task. Answer with one word: yes or no.
-
-{run}
-"""
 
 
-class LLMJudge:
+class LLMSuccessJudge:
     """AWM's model-based evaluator; an explicit `success` flag always wins."""
 
     def __init__(self, llm: Any, fallback: Judge | None = None) -> None:
-        self.llm = llm
+        self.llm = metered(llm)
         self.fallback = fallback or OutcomeJudge()
 
     def judge(self, trajectory: Trajectory) -> bool:
         if trajectory.success is not None:
             return trajectory.success
-        return with_fallback(
-            "success judgement",
-            lambda: ask(self.llm, JUDGE_PROMPT.format(run=trajectory.render()), parse_yes_no),
-            lambda: self.fallback.judge(trajectory))
+        verdict = ask_yes_no(self.llm, "success judgement",
+                             prompts.TASK_SUCCEEDED.format(run=trajectory.render()), repair=True)
+        return self.fallback.judge(trajectory) if verdict is None else verdict
 
 
 # storage and retrieval -----------------------------------------------------------------------
@@ -311,7 +289,7 @@ class WorkflowMemory:
         model = metered(llm)
         self.store, self.embedder = store, embedder
         self.inducer = inducer or (LLMInducer(model) if model else RuleInducer())
-        self.judge = judge or (LLMJudge(model) if model else OutcomeJudge())
+        self.judge = judge or (LLMSuccessJudge(model) if model else OutcomeJudge())
         self.dedup_threshold = dedup_threshold
 
     def induce(self, trajectories: Sequence[Trajectory | Mapping[str, Any]], *,

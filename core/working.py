@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from . import prompts
 from .errors import InvalidInputError
 from .llm import metered
 from .parse import with_fallback
@@ -104,16 +105,6 @@ def _salience(sentence: str) -> float:
     return len(words) + 2 * len(names) + 2 * len(numbers)
 
 
-SUMMARY_PROMPT = """You maintain a running summary of a conversation whose oldest messages no
-longer fit in the assistant's context. Rewrite the summary so that it also covers the messages
-below. Keep names, numbers, dates, decisions and open questions; drop greetings and filler.
-Stay under {limit} words. Answer with the summary only.
-
-Current summary:
-{previous}
-
-Messages leaving the context:
-{messages}"""
 
 
 class LLMSummarizer:
@@ -126,7 +117,7 @@ class LLMSummarizer:
 
     def summarize(self, previous: str, evicted: Sequence[Turn], limit: int,
                   count: Counter) -> str:
-        prompt = SUMMARY_PROMPT.format(limit=max(limit * 3 // 4, 1),
+        prompt = prompts.RECURSIVE_SUMMARY.format(limit=max(limit * 3 // 4, 1),
                                        previous=previous or "(empty)",
                                        messages="\n".join(t.render() for t in evicted))
         # never lose messages because the LLM failed: an empty answer means the fallback

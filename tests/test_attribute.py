@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rmm_core import InvalidInputError, ReflectiveMemory
+from rmm_core import InvalidInputError, ReflectiveMemory, prompts
 from rmm_core.attribute import (
-    CITE_PROMPT,
     citation_prompt,
     cite_by_overlap,
     parse_citations,
@@ -45,7 +44,7 @@ def test_prompt_numbers_memories_in_rank_order(open_memory):
     res = mem.search("puppy", user_id="u1", k=3)
     prompt = citation_prompt("What is my dog called?", list(res))
     assert f"[1] {res[0].text}" in prompt and "What is my dog called?" in prompt
-    assert "[NO_CITE]" in CITE_PROMPT
+    assert "[NO_CITE]" in prompts.CITE
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from rmm_core import ReflectiveMemory
+from rmm_core import ReflectiveMemory, prompts
 from rmm_core.embed import HashEmbedder
 from rmm_core.errors import InvalidInputError
-from rmm_core.notes import LINK_PROMPT, NOTE_PROMPT, ParseError, parse_links, parse_notes
+from rmm_core.notes import ParseError, parse_links, parse_notes
 from rmm_core.storage.base import AttrsUpdate
 
 DOG_1 = [{"speaker": "Ann", "text": "I adopted a beagle puppy named Rex from the shelter."},
@@ -107,12 +107,12 @@ class ScriptedNotesLLM:
         self.calls = {"notes": 0, "links": 0}
 
     def complete(self, prompt: str) -> str:
-        if prompt.startswith(NOTE_PROMPT.split("\n")[0]):
+        if prompt.startswith(prompts.NOTES.split("\n")[0]):
             self.calls["notes"] += 1
             n = prompt.split("Notes:\n", 1)[1].count("\n[") + 1
             return json.dumps([{"note": i, "keywords": [f"kw{i}"], "tags": ["pets"],
                                 "context": f"context {self.calls['notes']}"} for i in range(n)])
-        if prompt.startswith(LINK_PROMPT.split("\n")[0]):
+        if prompt.startswith(prompts.LINKS.split("\n")[0]):
             self.calls["links"] += 1
             return ('```json\n{"links": [0], "updates": [{"note": 0, '
                     '"context": "Ann\'s dog Rex, now a chewer", "tags": ["pets", "dogs"]}]}\n```')

@@ -12,7 +12,7 @@ from rmm_core.scm import (
     Candidate,
     ContextBuilder,
     LLMGate,
-    LLMJudge,
+    LLMSummaryJudge,
     OverlapJudge,
     RuleGate,
     SCMController,
@@ -138,11 +138,12 @@ def test_builder_rejects_bad_settings():
 
 def test_llm_judge_decides_summary_or_raw():
     builder = ContextBuilder(budget=100, long_raw=5, unit="words",
-                             judge=LLMJudge(lambda p: "NO"))
+                             judge=LLMSummaryJudge(lambda p: "NO"))
     assert builder.build("q", [cand("a", 20, "gist")]).items[0].form == "raw"
-    builder.judge = LLMJudge(lambda p: "YES")
+    builder.judge = LLMSummaryJudge(lambda p: "YES")
     assert builder.build("q", [cand("a", 20, "gist")]).items[0].form == "summary"
-    assert LLMJudge(lambda p: "maybe").suffices("dog name", "a pet", "a dog named Rex") is False
+    unclear = LLMSummaryJudge(lambda p: "maybe")
+    assert unclear.suffices("dog name", "a pet", "a dog named Rex") is False
     assert OverlapJudge().suffices("dog name", "a dog", "a dog named Rex") is True
 
 

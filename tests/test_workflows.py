@@ -12,12 +12,10 @@ from typing import Any
 
 import pytest
 
-from rmm_core import ReflectiveMemory
+from rmm_core import ReflectiveMemory, prompts
 from rmm_core.errors import InvalidInputError
 from rmm_core.storage.base import user_state_name
 from rmm_core.workflows import (
-    INDUCE_PROMPT,
-    JUDGE_PROMPT,
     Step,
     Trajectory,
     Workflow,
@@ -112,11 +110,11 @@ class ScriptedAWM:
 
     def complete(self, prompt: str) -> str:
         self.prompts.append(prompt)
-        if prompt.startswith(INDUCE_PROMPT.split("\n")[0]):
+        if prompt.startswith(prompts.INDUCE_WORKFLOWS.split("\n")[0]):
             return json.dumps([{"description": "Book a flight between two cities",
                                 "steps": ["search_flights({origin}, {destination}, {date})",
                                           "select the cheapest {flight_id}", "pay"]}])
-        if prompt.startswith(JUDGE_PROMPT.split("\n")[0]):
+        if prompt.startswith(prompts.TASK_SUCCEEDED.split("\n")[0]):
             return "Yes." if "Booked" in prompt else "No"
         raise AssertionError(prompt[:80])
 
