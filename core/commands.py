@@ -26,7 +26,6 @@ from .storage.base import Store
 from .storage.redact import redact
 from .text import clip
 from .transfer import export_records, import_records
-from .types import Memory
 
 OK, REFUSED, USAGE, NO_DATABASE, UNKNOWN_USER, BAD_DATA, NOT_REFLECTED = 0, 1, 2, 3, 4, 5, 6
 EXIT_CODES = """exit codes:
@@ -231,16 +230,12 @@ def _inspect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _reader(store: Store, config: Any = None, llm: Any = None) -> Any:
-    """A memory that opens without reflecting pending sessions (the constructor's crash
-    recovery): `search` must not write, `reflect` chooses which sessions itself. Built here,
-    not at import, so that `rmm --help` and the other commands load no model."""
+    """A memory that opens without crash recovery: `search` must not write, `reflect`
+    chooses which sessions itself. Built here, not at import, so that `rmm --help` and the
+    other commands load no model."""
     from .memory import ReflectiveMemory
 
-    class Reader(ReflectiveMemory):
-        def reflect_pending(self, *, all_open: bool = False) -> list[Memory]:
-            return []
-
-    return Reader(store, config=config, llm=llm)
+    return ReflectiveMemory(store, config=config, llm=llm, recover=False)
 
 
 def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:

@@ -70,7 +70,9 @@ class ReflectiveMemory:
 
     def __init__(self, store: Store, *, config: MemoryConfig | None = None,
                  embedder: Embedder | None = None, pipeline: Pipeline | None = None,
-                 llm: Any = None) -> None:
+                 llm: Any = None, recover: bool = True) -> None:
+        """`recover=False` skips reflecting the sessions a crash left open (a reader that
+        must not write, or a caller that chooses which sessions to reflect)."""
         self.config = config or MemoryConfig()
         self.store = store
         self.llm = metered(llm, self.config)
@@ -106,7 +108,7 @@ class ReflectiveMemory:
         if self.config.background_reflection:  # its first sweep does what open() did
             self._worker = ReflectionWorker(self._sweep, self.config.reflection_interval)
             self._worker.start()
-        else:
+        elif recover:
             self.reflect_pending()
 
     # construction --------------------------------------------------------------------------
@@ -115,11 +117,12 @@ class ReflectiveMemory:
              config: MemoryConfig | Mapping[str, Any] | None = None,
              embedder: Embedder | None = None, segmenter: Segmenter | None = None,
              extractor: Extractor | None = None, compressor: Compressor | None = None,
-             reconciler: Reconciler | None = None, **settings: Any) -> ReflectiveMemory:
+             reconciler: Reconciler | None = None, recover: bool = True,
+             **settings: Any) -> ReflectiveMemory:
         """Open (or create) a memory at a file path, `:memory:`, or a database URL.
 
         `settings` are `MemoryConfig` fields; stage arguments replace single stages.
-        Open sessions left unreflected by a crash are reflected here.
+        Open sessions left unreflected by a crash are reflected here (`recover=False`: not).
         """
         if isinstance(config, Mapping):
             config = MemoryConfig(**config)
@@ -133,10 +136,12 @@ class ReflectiveMemory:
             if stage is not None:
                 setattr(pipeline, name, stage)
         if isinstance(target, Store):
-            return cls(target, config=config, embedder=embedder, pipeline=pipeline, llm=llm)
+            return cls(target, config=config, embedder=embedder, pipeline=pipeline, llm=llm,
+                       recover=recover)
         store = open_store(target, synchronous=config.synchronous)
         try:
-            return cls(store, config=config, embedder=embedder, pipeline=pipeline, llm=llm)
+            return cls(store, config=config, embedder=embedder, pipeline=pipeline, llm=llm,
+                       recover=recover)
         except BaseException:
             store.close()
             raise
@@ -495,12 +500,23 @@ class ReflectiveMemory:
         query = check_query(query, self.config.max_query_chars)
         with self._usage_for(user_id):
             return controller.recall(self, query, user_id=user_id,
-                                     previous_turn=previous_turn, budget=budget, k=k)
+                                     previous_turn=previous_turn, budget=budget, k=k,
+                                     dates=self.config.context_dates)
+
+    def best_similarity(self, query: str, *, user_id: str) -> float:
+        """The best cosine of any of the user's memories to `query` (0 when none): one
+        embedding and one nearest-neighbour look-up, no BM25 or rerank (SCM's gate probe)."""
+        index = self._index(check_id(user_id, "user_id"))
+        if not len(index):
+            return 0.0
+        found = index.dense_scores(self.embedder.embed([query])[0], 1)
+        return max(found.values(), default=0.0)
 
     def working_context(self, *, user_id: str, **options: Any) -> WorkingContext:
         """The user's MemGPT-style working context: core blocks and a bounded message queue
         (options: `WorkingContext` settings such as `budget`, `session_id`, `blocks`)."""
-        return WorkingContext(self, user_id, **options)
+        return WorkingContext(user_id, append=self.append, state=self.store, llm=self.llm,
+                              usage_for=self._usage_for, **options)
 
     def turns(self, *, user_id: str, session_id: str | None = None) -> list[Turn]:
         """The durable raw log of a user (or one session), each turn with its session_id."""

@@ -21,7 +21,8 @@ from .embed import Embedder
 from .errors import MissingDependencyError
 from .llm import metered
 from .parse import ParseError, as_index, ask, load_json, with_fallback
-from .storage.base import AttrsUpdate, Store
+from .storage.base import AttrsUpdate
+from .storage.protocols import MemoryBank
 from .text import clip
 from .types import Memory, MemoryHit, utcnow
 
@@ -262,7 +263,7 @@ class NoteKeeper:
     """After a reflection commit: note the new and merged memories, link the new ones to
     their nearest neighbours (both ends), evolve neighbours, persist in one transaction."""
 
-    def __init__(self, store: Store, embedder: Embedder, writer: NoteWriter, linker: Linker,
+    def __init__(self, store: MemoryBank, embedder: Embedder, writer: NoteWriter, linker: Linker,
                  *, neighbours: int = 3, in_key: bool = False) -> None:
         self.store, self.embedder = store, embedder
         self.writer, self.linker = writer, linker
@@ -337,7 +338,7 @@ class NoteKeeper:
             up.key_vector = vector
 
 
-def keeper_for(store: Store, embedder: Embedder, config: Any, llm: Any = None) -> NoteKeeper:
+def keeper_for(store: MemoryBank, embedder: Embedder, config: Any, llm: Any = None) -> NoteKeeper:
     """The keeper a `ReflectiveMemory` runs: LLM notes and links with an LLM, else LLM-free."""
     if llm is not None:
         model = metered(llm, config)
@@ -350,8 +351,9 @@ def keeper_for(store: Store, embedder: Embedder, config: Any, llm: Any = None) -
 
 
 # retrieval ---------------------------------------------------------------------------------------
-def follow_links(store: Store, user_id: str, ranked: Sequence[MemoryHit], query_vec: np.ndarray,
-                 *, k: int, per_hit: int, text_of: Callable[[Memory], str]) -> list[MemoryHit]:
+def follow_links(store: MemoryBank, user_id: str, ranked: Sequence[MemoryHit],
+                 query_vec: np.ndarray, *, k: int, per_hit: int,
+                 text_of: Callable[[Memory], str]) -> list[MemoryHit]:
     """The top `k` of `ranked` with each hit followed by up to `per_hit` of its linked
     memories (those closest to the query first); links take the slots of lower hits.
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from . import prompts
 from .context import format_date
@@ -17,8 +17,6 @@ from .parse import ask_yes_no
 from .text import Counter, as_counter, content_words
 from .types import MemoryHit, SearchResult, Turn, check_id
 
-if TYPE_CHECKING:
-    from .memory import ReflectiveMemory
 
 # the activation gate ---------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
@@ -270,6 +268,17 @@ def candidates_from(hits: Sequence[MemoryHit], turns: dict[str, Turn], *,
     return out
 
 
+class RecallSource(Protocol):
+    """What the controller reads (`ReflectiveMemory` is one): search, the turn log, and a
+    cheap similarity probe for the gate."""
+
+    def search(self, query: str, *, user_id: str, k: int = 5) -> SearchResult: ...
+
+    def turns(self, *, user_id: str, session_id: str | None = None) -> list[Turn]: ...
+
+    def best_similarity(self, query: str, *, user_id: str) -> float: ...
+
+
 class SCMController:
     """Gate, then search, then build: what `ReflectiveMemory.recall` runs."""
 
@@ -286,9 +295,10 @@ class SCMController:
             return cls(RuleGate(), ContextBuilder(**builder))
         return cls(LLMGate(llm), ContextBuilder(judge=LLMSummaryJudge(llm), **builder))
 
-    def recall(self, mem: ReflectiveMemory, query: str, *, user_id: str,
+    def recall(self, mem: RecallSource, query: str, *, user_id: str,
                previous_turn: str | Turn | None = None, budget: int | None = None,
-               k: int | None = None) -> Recall:
+               k: int | None = None, dates: bool = True) -> Recall:
+        """Gate, search and build for `query`; `dates` stamps each memory with its date."""
         import time
 
         user_id = check_id(user_id, "user_id")
@@ -300,7 +310,7 @@ class SCMController:
             raise InvalidInputError("previous_turn must be a string or a Turn")
         t0 = time.perf_counter()
         decision = self.gate.decide(query, previous_turn=previous_turn,
-                                    probe=lambda q: best_similarity(mem, user_id, q))
+                                    probe=lambda q: mem.best_similarity(q, user_id=user_id))
         t1 = time.perf_counter()
         if not decision.use_memory:
             context = self.builder.build(query, [], previous_turn=previous_turn, budget=budget)
@@ -308,22 +318,13 @@ class SCMController:
         result = mem.search(query, user_id=user_id, k=k or self.k)
         t2 = time.perf_counter()
         turns = _turns_of(mem, user_id, result.hits)
-        cands = candidates_from(result.hits, turns, dates=mem.config.context_dates)
+        cands = candidates_from(result.hits, turns, dates=dates)
         context = self.builder.build(query, cands, previous_turn=previous_turn, budget=budget)
         return Recall(query, decision, context, result,
                       {"gate": t1 - t0, "search": t2 - t1, "build": time.perf_counter() - t2})
 
 
-def best_similarity(mem: ReflectiveMemory, user_id: str, query: str) -> float:
-    """The gate's probe: one embedding and one nearest-neighbour look-up, no BM25 or rerank."""
-    index = mem._index(user_id)
-    if not len(index):
-        return 0.0
-    found = index.dense_scores(mem.embedder.embed([query])[0], 1)
-    return max(found.values(), default=0.0)
-
-
-def _turns_of(mem: ReflectiveMemory, user_id: str, hits: Sequence[MemoryHit]) -> dict[str, Turn]:
+def _turns_of(mem: RecallSource, user_id: str, hits: Sequence[MemoryHit]) -> dict[str, Turn]:
     """The raw turns the hits refer to, read session by session (not the whole log)."""
     wanted = {r for hit in hits for r in hit.refs}
     sessions = {s for hit in hits for s in hit.memory.session_ids}

@@ -10,7 +10,7 @@ import inspect
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import InvalidInputError, RMMError
 from .index import bm25_index, english_stemmer, tokenize
@@ -18,7 +18,8 @@ from .text import clip
 from .types import Turn, check_id
 
 if TYPE_CHECKING:
-    from .memory import ReflectiveMemory
+    from .types import Memory, SearchResult
+    from .working import WorkingContext
 
 ARCHIVAL_PREFIX = "archival-"
 """Session ids of agent-written notes; conversation_search leaves them out."""
@@ -68,10 +69,24 @@ def _page(value: Any) -> int:
     return value
 
 
+class ToolHost(Protocol):
+    """What the tools act on (`ReflectiveMemory` is one): the memory bank, the turn log and
+    the user's working context."""
+
+    def add_session(self, turns: list[Turn], *, user_id: str, session_id: str
+                    ) -> list[Memory]: ...
+
+    def search(self, query: str, *, user_id: str, k: int = 5) -> SearchResult: ...
+
+    def turns(self, *, user_id: str, session_id: str | None = None) -> list[Turn]: ...
+
+    def working_context(self, *, user_id: str, **options: Any) -> WorkingContext: ...
+
+
 class MemoryTools:
     """The five tools, bound to one memory and one user (and the user's working context)."""
 
-    def __init__(self, mem: ReflectiveMemory, *, user_id: str, page_size: int = 5,
+    def __init__(self, mem: ToolHost, *, user_id: str, page_size: int = 5,
                  **working: Any) -> None:
         self.mem = mem
         self.user_id = check_id(user_id, "user_id")
@@ -170,6 +185,6 @@ def search_turns(turns: list[Turn], query: str) -> list[Turn]:
     return [turns[i] for i in order]
 
 
-def memory_tools(mem: ReflectiveMemory, *, user_id: str, **options: Any) -> list[MemoryTool]:
+def memory_tools(mem: ToolHost, *, user_id: str, **options: Any) -> list[MemoryTool]:
     """The five memory tools of one user, as framework-free callables."""
     return MemoryTools(mem, user_id=user_id, **options).tools()

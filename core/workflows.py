@@ -27,8 +27,9 @@ from .embed import Embedder
 from .errors import InvalidInputError, StorageError
 from .llm import metered, usage_scope
 from .parse import ParseError, ask, ask_yes_no, load_json, with_fallback
-from .storage.base import Store, user_state_name
+from .storage.base import user_state_name
 from .storage.cas import compare_and_set
+from .storage.protocols import NamedState, UsageLog
 from .text import clip
 from .types import check_id, utcnow
 
@@ -280,10 +281,14 @@ def owner_key(user_id: str | None, agent_id: str | None) -> str:
     return f"agent/{check_id(agent_id, 'agent_id')}"
 
 
+class WorkflowStore(NamedState, UsageLog, Protocol):
+    """What workflow memory keeps its workflows in: named state, and users' LLM usage."""
+
+
 class WorkflowMemory:
     """Workflows per user or per agent: induce (offline), record (online), search, forget."""
 
-    def __init__(self, store: Store, embedder: Embedder, *, llm: Any = None,
+    def __init__(self, store: WorkflowStore, embedder: Embedder, *, llm: Any = None,
                  inducer: Inducer | None = None, judge: Judge | None = None,
                  dedup_threshold: float = 0.9) -> None:
         model = metered(llm)

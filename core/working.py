@@ -20,7 +20,9 @@ from .text import Counter, as_counter, content_words
 from .types import Turn, check_id
 
 if TYPE_CHECKING:
-    from .memory import ReflectiveMemory
+    from contextlib import AbstractContextManager
+
+    from .storage.protocols import UserState
 
 STATE_NAME = "working_context"
 
@@ -137,21 +139,34 @@ NOTICE = ("[memory pressure] The working context is at {pct:.0f}% of its budget.
           "and evicted.")
 
 
+class Appender(Protocol):
+    """Durably logs turns of a user's session and returns them as stored
+    (`ReflectiveMemory.append`)."""
+
+    def __call__(self, turns: Sequence[Turn | Mapping[str, Any]], *, user_id: str,
+                 session_id: str) -> list[Turn]: ...
+
+
 class WorkingContext:
     """One user's bounded working context, stored durably and changed only through its
     methods: `core_memory_append`, `core_memory_replace`, `add_message`.
+
+    It needs only the pieces it uses: `append` logs each message (recall storage), `state`
+    keeps the context, `llm` (optional) writes the recursive summary, `usage_for(user_id)` scopes
+    the LLM usage to the user.
 
     `budget` is in `unit`s (tokens by default) and covers the blocks, the summary and the
     queued messages. At `warn_at` of it a pressure notice is raised once; at 100 % the oldest
     messages are folded into the summary until the total is at most `evict_to` of it.
     """
 
-    def __init__(self, mem: ReflectiveMemory, user_id: str, *, session_id: str = "working",
-                 budget: int = 4000, warn_at: float = 0.7, evict_to: float = 0.5,
-                 summary_limit: int | None = None,
+    def __init__(self, user_id: str, *, append: Appender, state: UserState, llm: Any = None,
+                 usage_for: Callable[[str], AbstractContextManager[Any]] | None = None,
+                 session_id: str = "working", budget: int = 4000, warn_at: float = 0.7,
+                 evict_to: float = 0.5, summary_limit: int | None = None,
                  blocks: Mapping[str, BlockSpec] | None = None,
                  summarizer: Summarizer | None = None, unit: str | Counter = "tokens") -> None:
-        self.mem = mem
+        self.append, self.state, self.usage_for = append, state, usage_for
         self.user_id = check_id(user_id, "user_id")
         self.session_id = check_id(session_id, "session_id")
         if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
@@ -170,8 +185,7 @@ class WorkingContext:
                 f"leave no room for messages under evict_to x budget "
                 f"({evict_to * budget:.0f}); raise the budget or lower the block limits")
         if summarizer is None:
-            summarizer = LLMSummarizer(mem.llm) if mem.llm is not None else \
-                ExtractiveSummarizer()
+            summarizer = LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer()
         self.summarizer = summarizer
 
     # reading ------------------------------------------------------------------------------------
@@ -239,7 +253,7 @@ class WorkingContext:
     # the message queue ----------------------------------------------------------------------
     def add_message(self, turn: Turn | Mapping[str, Any]) -> QueueEvent:
         """Log the message durably (recall storage), then queue it; warn or evict as needed."""
-        stored = self.mem.append([turn], user_id=self.user_id, session_id=self.session_id)[0]
+        stored = self.append([turn], user_id=self.user_id, session_id=self.session_id)[0]
 
         def push(state: _State) -> QueueEvent:
             state.messages.append(stored)
@@ -253,7 +267,9 @@ class WorkingContext:
             event.usage = self._size(state) / self.budget
             return event
 
-        with self.mem._usage_for(self.user_id):
+        if self.usage_for is None:
+            return self._update(push)
+        with self.usage_for(self.user_id):
             return self._update(push)
 
     def _evict(self, state: _State) -> list[Turn]:
@@ -292,7 +308,7 @@ class WorkingContext:
         return Block(block.label, value, block.limit, block.description)
 
     def _load(self) -> tuple[int, _State]:
-        version, blob = self.mem.store.load_user_state(self.user_id, STATE_NAME)
+        version, blob = self.state.load_user_state(self.user_id, STATE_NAME)
         blocks = {label: Block(label, "", s.limit, s.description)
                   for label, s in self.specs.items()}
         if blob is None:
@@ -309,7 +325,7 @@ class WorkingContext:
     def _update(self, change: Callable[[_State], Any]) -> Any:
         """Load, change, compare-and-set (retried when another writer got there first)."""
         return compare_and_set(
-            self._load, lambda version, state: self.mem.store.save_user_state(
+            self._load, lambda version, state: self.state.save_user_state(
                 self.user_id, STATE_NAME, version, _dump(state)),
             change, what="the working context")
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..embed import default_embedder
 from ..memory import ReflectiveMemory
-from ..scm import ContextBuilder, RuleGate, best_similarity, candidates_from
+from ..scm import ContextBuilder, RuleGate, candidates_from
 from .locomo import ingest, load_locomo
 from .metrics import r_tok, words_in
 from .retrieval import parse_range
@@ -70,7 +70,7 @@ def evaluate(convs: list, budgets: list[int], long_raws: list[int]) -> dict[str,
             user = conv.sample_id
             ingest(mem, conv)
             turns = {t.id: t for t in mem.turns(user_id=user)}
-            probe = lambda q, u=user: best_similarity(mem, u, q)  # noqa: E731
+            probe = lambda q, u=user: mem.best_similarity(q, user_id=u)  # noqa: E731
             acc["gate questions"] += [float(gate.decide(q.question, probe=probe).use_memory)
                                       for q in conv.questions]
             acc["gate small talk"] += [float(gate.decide(q, probe=probe).use_memory)
