@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
+import functools
 import json
 import queue
 import threading
@@ -13,6 +13,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import InvalidInputError, LLMError
@@ -42,23 +43,39 @@ class CallableLLM:
         return await asyncio.to_thread(self.complete, prompt)
 
 
-# Framework objects are recognised by the top-level package of their class; the adapter
-# module named here (shipped with this distribution) wraps them. The core imports neither.
-_FRAMEWORK_ADAPTERS = {
-    "langchain_core": "langchain_rmm.llm",
-    "langchain": "langchain_rmm.llm",
-    "langchain_community": "langchain_rmm.llm",
-    "llama_index": "llamaindex_rmm.llm",
-}
+ADAPTER_GROUP = "rmm_core.llm_adapters"
+"""Entry-point group of LLM adapters: each entry's name is a framework's top-level package
+(`langchain_core`, `llama_index`, ...), its value a `wrap(obj) -> LLM` for that framework's
+LLM objects. The adapter packages declare theirs; the core names none of them."""
+
+_ADAPTERS: dict[str, Callable[[Any], LLM]] = {}
+
+
+def register_llm_adapter(package: str, wrap: Callable[[Any], LLM]) -> None:
+    """Make `as_llm` hand objects whose class comes from top-level `package` to `wrap` (what
+    an entry point in `ADAPTER_GROUP` declares, for code that is not installed as one)."""
+    _ADAPTERS[package] = wrap
+
+
+@functools.cache
+def _declared_adapters() -> dict[str, Any]:
+    """The installed entry points of `ADAPTER_GROUP` by name, read once per process."""
+    return {ep.name: ep for ep in entry_points(group=ADAPTER_GROUP)}
+
+
+def _adapter(package: str) -> Callable[[Any], LLM] | None:
+    if package not in _ADAPTERS and package in _declared_adapters():
+        _ADAPTERS[package] = _declared_adapters()[package].load()
+    return _ADAPTERS.get(package)
 
 
 def as_llm(obj: Any) -> LLM:
-    """Coerce a LangChain chat model, a LlamaIndex LLM, an object with `complete`, or a
-    callable into an `LLM`."""
+    """Coerce a LangChain chat model, a LlamaIndex LLM (or any framework's LLM with a
+    registered adapter), an object with `complete`, or a callable into an `LLM`."""
     for cls in type(obj).__mro__:
-        root = cls.__module__.split(".")[0]
-        if root in _FRAMEWORK_ADAPTERS:
-            return importlib.import_module(_FRAMEWORK_ADAPTERS[root]).wrap_llm(obj)
+        wrap = _adapter(cls.__module__.split(".")[0])
+        if wrap is not None:
+            return wrap(obj)
     if isinstance(obj, LLM) or hasattr(obj, "acomplete") or hasattr(obj, "complete_with_usage"):
         return obj
     if callable(obj):
