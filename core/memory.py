@@ -36,7 +36,6 @@ from .score import relevance, scored
 from .segment import Segmenter
 from .storage import open_store
 from .storage.base import NewMemory, SessionState, Store
-from .storage.sql import new_memory_id
 from .types import (
     Memory,
     MemoryHit,
@@ -47,6 +46,7 @@ from .types import (
     check_id,
     check_query,
     check_unicode,
+    new_memory_id,
     utcnow,
 )
 from .units import passages

@@ -19,8 +19,7 @@ from .reconcile import Reconciler
 from .segment import Segmenter
 from .session import Draft, SessionInput
 from .storage.base import MergeInto, NewMemory, SessionState, Store
-from .storage.sqlite import new_memory_id
-from .types import Memory, Turn, utcnow
+from .types import Memory, Turn, new_memory_id, utcnow
 from .units import fit, passages
 
 log = logging.getLogger("rmm_core.reflect")

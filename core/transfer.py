@@ -20,8 +20,7 @@ import numpy as np
 from .errors import InvalidInputError
 from .metadata import check_metadata
 from .storage.base import NewMemory, SessionState, Store
-from .storage.sql import from_iso, iso, new_memory_id
-from .types import Memory, MemoryVersion, Turn, check_id
+from .types import Memory, MemoryVersion, Turn, check_id, from_iso, iso, new_memory_id
 
 FORMAT = "rmm-export"
 VERSION = 1

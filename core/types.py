@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,6 +22,20 @@ ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assis
          "system": "system", "tool": "tool", "function": "tool"}
 """Chat roles (OpenAI's and LangChain's message types) → the speaker a turn is logged as."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def new_memory_id() -> str:
+    """A fresh memory id (random, so ids never collide across processes or stores)."""
+    return uuid.uuid4().hex
+
+
+def iso(value: datetime | None) -> str | None:
+    """A datetime as stored and exported (ISO 8601); None stays None."""
+    return value.isoformat() if value is not None else None
+
+
+def from_iso(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
 
 
 def utcnow() -> datetime:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import secrets
 import time
-import uuid
 from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -19,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import DuplicateTurnError, InvalidInputError, NotFoundError, StorageError
-from ..types import Memory, MemoryVersion, Turn, utcnow
+from ..types import Memory, MemoryVersion, Turn, from_iso, iso, utcnow
 from .base import (
     AttrsUpdate,
     IndexData,
@@ -80,18 +79,6 @@ def rename_legacy_user_state(db: Tx) -> None:
     for old, new in legacy_state_renames(n for (n,) in names):
         db.run("UPDATE named_state SET name = ? WHERE name = ?", (new, old))
         db.run("UPDATE state_deltas SET name = ? WHERE name = ?", (new, old))
-
-
-def iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def from_iso(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
-
-
-def new_memory_id() -> str:
-    return uuid.uuid4().hex
 
 
 def _union(a: Sequence[str], b: Sequence[str]) -> list[str]:

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError, StorageError
+from ..types import new_memory_id
 from .base import SCHEMA_VERSION
-from .sql import APP_ID, SQLStore, new_memory_id, read_schema_version, rename_legacy_user_state
+from .sql import APP_ID, SQLStore, read_schema_version, rename_legacy_user_state
 
 __all__ = ["SYNCHRONOUS", "SQLiteStore", "new_memory_id"]
 
