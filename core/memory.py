@@ -412,7 +412,7 @@ class ReflectiveMemory:
         result.hits, ranking = self._reranker.rerank(user_id, query_vec, candidates, rows, k,
                                                      explore=explore)
         if follow_links:
-            from .notes import follow_links as with_links
+            from .links import follow_links as with_links
 
             top = {h.memory.id for h in result.hits}
             result.hits = with_links(

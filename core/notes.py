@@ -1,5 +1,6 @@
 """A-MEM notes: keywords, tags and a one-line context on each memory, links between related
-memories, evolution of neighbours' notes, and link-following retrieval.
+memories, evolution of neighbours' notes (the write side; link-following retrieval is in
+`links.py`).
 
 Runs after a reflection commit (config `notes=True`). Attributes come from an LLM when one
 is configured, else from TF-IDF keyphrases over the user's memories; links from the LLM's
@@ -10,7 +11,7 @@ judgement or a cosine rule. Everything lives in `Memory.attrs`: `keywords`, `tag
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -24,7 +25,7 @@ from .parse import ParseError, as_index, ask, load_json, with_fallback
 from .storage.base import AttrsUpdate
 from .storage.protocols import MemoryBank
 from .text import clip
-from .types import Memory, MemoryHit, utcnow
+from .types import Memory, utcnow
 
 BACKFILL = 32
 """Memories of a user still without a note that one reflection also describes."""
@@ -348,35 +349,3 @@ def keeper_for(store: MemoryBank, embedder: Embedder, config: Any, llm: Any = No
         writer, linker = TfidfNoteWriter(), SimilarityLinker(config.note_link_threshold)
     return NoteKeeper(store, embedder, writer, linker, neighbours=config.note_links,
                       in_key=config.notes_in_key)
-
-
-# retrieval ---------------------------------------------------------------------------------------
-def follow_links(store: MemoryBank, user_id: str, ranked: Sequence[MemoryHit],
-                 query_vec: np.ndarray, *, k: int, per_hit: int,
-                 text_of: Callable[[Memory], str]) -> list[MemoryHit]:
-    """The top `k` of `ranked` with each hit followed by up to `per_hit` of its linked
-    memories (those closest to the query first); links take the slots of lower hits.
-
-    A linked hit's score is its best cosine with the query.
-    """
-    shown: set[str] = set()
-    linked_ids = list(dict.fromkeys(
-        i for h in ranked[:k] for i in h.memory.attrs.get("links", [])))
-    fetched = {m.id: m for m in store.memories(user_id, linked_ids)} if linked_ids else {}
-    vectors = store.memory_vectors(user_id, list(fetched))
-    cosine = {mid: float(np.max(v @ query_vec)) for mid, v in vectors.items()}
-    out: list[MemoryHit] = []
-    for hit in ranked:
-        if len(out) >= k:
-            break
-        if hit.memory.id in shown:
-            continue
-        out.append(hit)
-        shown.add(hit.memory.id)
-        links = [i for i in hit.memory.attrs.get("links", []) if i in fetched and i not in shown]
-        for mid in sorted(links, key=lambda i: -cosine.get(i, -1.0))[:per_hit]:
-            if len(out) >= k:
-                break
-            out.append(MemoryHit(fetched[mid], cosine.get(mid, 0.0), text_of(fetched[mid]), 0))
-            shown.add(mid)
-    return [MemoryHit(h.memory, h.score, h.text, rank) for rank, h in enumerate(out)]

@@ -6,7 +6,8 @@ Induction is an LLM call when an LLM is given, else a rule that abstracts number
 values, links, e-mail addresses and proper nouns. Offline: `induce` a batch of trajectories;
 online: `record` each finished one, which is induced and added when judged successful.
 Workflows are one JSON blob per owner in the store's named state (no backend code needed);
-near-identical ones are merged by embedding similarity.
+near-identical ones are merged by embedding similarity. The records live in
+`trajectories.py`, induction and judging in `induce.py`.
 """
 
 from __future__ import annotations
@@ -14,264 +15,39 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import re
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import asdict
+from typing import Any, Protocol
 
 import numpy as np
 
-from . import prompts
 from .embed import Embedder
 from .errors import InvalidInputError, StorageError
+from .induce import (
+    Inducer,
+    Judge,
+    LLMInducer,
+    LLMSuccessJudge,
+    OutcomeJudge,
+    RuleInducer,
+    abstract,
+    parse_workflows,
+)
 from .llm import metered, usage_scope
-from .parse import ParseError, ask, ask_yes_no, load_json, with_fallback
 from .storage.base import user_state_name
 from .storage.cas import compare_and_set
 from .storage.protocols import NamedState, UsageLog
-from .text import clip
-from .types import check_id, utcnow
+from .trajectories import Step, Trajectory, Workflow, WorkflowHit, render_workflows
+from .types import check_id
+
+__all__ = [
+    "Inducer", "Judge", "LLMInducer", "LLMSuccessJudge", "OutcomeJudge", "RuleInducer",
+    "Step", "Trajectory", "Workflow", "WorkflowHit", "WorkflowMemory", "abstract",
+    "as_workflow_memory", "owner_key", "parse_workflows", "render_workflows"]
 
 STATE_PREFIX = "workflows/"
 
 
-# records ------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One step of an agent run: what it saw, what it thought, what it did."""
-
-    observation: str = ""
-    reasoning: str = ""
-    action: str = ""
-
-
-@dataclass(slots=True)
-class Trajectory:
-    """An agent's attempt at a task; `success` None means "not judged yet"."""
-
-    task: str
-    steps: list[Step]
-    outcome: str = ""
-    success: bool | None = None
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-    @classmethod
-    def coerce(cls, value: Trajectory | Mapping[str, Any]) -> Trajectory:
-        """Validate a `Trajectory` or a dict with the same keys (steps may be dicts)."""
-        if isinstance(value, Trajectory):
-            value = asdict(value)
-        if not isinstance(value, Mapping):
-            raise InvalidInputError(
-                f"a trajectory must be a Trajectory or a dict, not {type(value).__name__}")
-        unknown = set(value) - {"task", "steps", "outcome", "success", "id"}
-        if unknown:
-            raise InvalidInputError(f"unknown trajectory field(s) {sorted(unknown)}")
-        task = value.get("task")
-        if not isinstance(task, str) or not task.strip():
-            raise InvalidInputError("a trajectory needs a non-empty task string")
-        steps_in = value.get("steps") or []
-        if isinstance(steps_in, (str, bytes)) or not isinstance(steps_in, Sequence):
-            raise InvalidInputError("trajectory steps must be a list of Step or dict")
-        steps = []
-        for raw in steps_in:
-            if isinstance(raw, Step):
-                raw = asdict(raw)
-            if not isinstance(raw, Mapping) or set(raw) - {"observation", "reasoning", "action"}:
-                raise InvalidInputError(f"a step must be a Step or a dict with observation, "
-                                        f"reasoning, action; got {raw!r:.80}")
-            if not all(isinstance(v, str) for v in raw.values()):
-                raise InvalidInputError("step fields must be strings")
-            steps.append(Step(**raw))
-        success = value.get("success")
-        if success is not None and not isinstance(success, bool):
-            raise InvalidInputError("trajectory success must be True, False or None")
-        outcome = value.get("outcome") or ""
-        if not isinstance(outcome, str):
-            raise InvalidInputError("trajectory outcome must be a string")
-        ident = value.get("id") or uuid.uuid4().hex
-        return cls(task.strip(), steps, outcome, success, check_id(ident, "trajectory id"))
-
-    def render(self) -> str:
-        lines = [f"Task: {self.task}"]
-        for n, step in enumerate(self.steps, start=1):
-            parts = [f"{name}: {clip(text, 400)}" for name, text in (
-                ("observation", step.observation), ("reasoning", step.reasoning),
-                ("action", step.action)) if text]
-            lines.append(f"Step {n}. " + " | ".join(parts))
-        if self.outcome:
-            lines.append(f"Outcome: {clip(self.outcome, 400)}")
-        return "\n".join(lines)
-
-
-@dataclass(slots=True)
-class Workflow:
-    """A reusable routine: what it is for and its abstract steps."""
-
-    description: str
-    steps: list[str]
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    sources: list[str] = field(default_factory=list)
-    support: int = 1
-    created_at: str = field(default_factory=lambda: utcnow().isoformat())
-
-    def render(self) -> str:
-        return "\n".join([f"Workflow: {self.description}",
-                          *(f"  {n}. {s}" for n, s in enumerate(self.steps, start=1))])
-
-
-@dataclass(frozen=True, slots=True)
-class WorkflowHit:
-    workflow: Workflow
-    score: float
-
-
-def render_workflows(hits: Sequence[WorkflowHit | Workflow]) -> str:
-    """Workflows as a system-prompt block ("" when there are none)."""
-    flows = [h.workflow if isinstance(h, WorkflowHit) else h for h in hits]
-    if not flows:
-        return ""
-    body = "\n\n".join(f.render() for f in flows)
-    return ("Workflows that worked for similar tasks before (adapt the {placeholders} to the "
-            f"task at hand; skip steps that do not apply):\n\n{body}")
-
-
-# induction ---------------------------------------------------------------------------------
-@runtime_checkable
-class Inducer(Protocol):
-    """Turns successful trajectories into workflows."""
-
-    def induce(self, trajectories: Sequence[Trajectory]) -> list[Workflow]: ...
-
-
-_ABSTRACTIONS = (  # kind -> pattern; applied in this order, each value numbered per kind
-    ("url", re.compile(r"https?://\S+|www\.\S+")),
-    ("email", re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.]+\b")),
-    ("value", re.compile(r"\"[^\"\n]{1,80}\"|'[^'\n]{1,80}'|`[^`\n]{1,80}`")),
-    ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|"
-                        r"Sep|Oct|Nov|Dec)[a-z]*(?: \d{4})?\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|"
-                        r"Aug|Sep|Oct|Nov|Dec)[a-z]* \d{1,2}(?:, \d{4})?\b")),
-    ("number", re.compile(r"(?<![\w{])\d[\d,.:/-]*\d(?![\w}])|(?<![\w{])\d(?![\w}])")),
-    ("name", re.compile(r"(?<=[a-z,;(] )[A-Z][\w-]*(?: [A-Z][\w-]*)*")),
-)
-
-
-class RuleInducer:
-    """LLM-free: one workflow per trajectory, its concrete values made `{kind_n}` placeholders
-    (the same value gets the same placeholder in the description and every step)."""
-
-    def induce(self, trajectories: Sequence[Trajectory]) -> list[Workflow]:
-        out = []
-        for trajectory in trajectories:
-            names: dict[str, str] = {}
-            description = abstract(trajectory.task, names)
-            steps = [abstract(s.action or s.reasoning, names) for s in trajectory.steps]
-            out.append(Workflow(description, [s for s in steps if s], sources=[trajectory.id]))
-        return out
-
-
-def abstract(text: str, names: dict[str, str] | None = None) -> str:
-    """Replace concrete values by placeholders; `names` maps values seen so far to them."""
-    names = {} if names is None else names
-    text = " ".join(text.split())
-    for kind, pattern in _ABSTRACTIONS:
-        def swap(match: re.Match, kind: str = kind) -> str:
-            value = match.group(0)
-            inner = value[1:-1]
-            if kind == "value" and re.fullmatch(r"\{\w+\}", inner):  # already abstracted
-                return inner
-            if kind == "value" and inner in names:  # a quoted value seen unquoted
-                return names[inner]
-            if value not in names:
-                count = sum(1 for p in names.values() if p.startswith(f"{{{kind}_"))
-                names[value] = f"{{{kind}_{count + 1}}}"
-            return names[value]
-        text = pattern.sub(swap, text)
-    return text
-
-
-
-
-class LLMInducer:
-    """AWM's induction prompt: workflows with descriptive `{placeholders}`, JSON out."""
-
-    def __init__(self, llm: Any, fallback: Inducer | None = None, batch: int = 4) -> None:
-        self.llm, self.batch = metered(llm), batch
-        self.fallback = fallback or RuleInducer()
-
-    def induce(self, trajectories: Sequence[Trajectory]) -> list[Workflow]:
-        out: list[Workflow] = []
-        for start in range(0, len(trajectories), self.batch):
-            part = list(trajectories[start:start + self.batch])
-            prompt = prompts.INDUCE_WORKFLOWS.format(runs="\n\n".join(t.render() for t in part))
-            sources = [t.id for t in part]
-            out += with_fallback(
-                "workflow induction",
-                lambda p=prompt, s=sources: ask(self.llm, p, lambda a: parse_workflows(a, s)),
-                lambda p=part: self.fallback.induce(p))
-        return out
-
-
-def parse_workflows(answer: str, sources: list[str]) -> list[Workflow]:
-    """Workflows from the LLM's JSON list; `ParseError` names what is wrong."""
-    data, _ = load_json(answer)
-    if isinstance(data, dict):
-        data = data.get("workflows", [data])
-    if not isinstance(data, list) or not data:
-        raise ParseError("the answer must be a non-empty JSON list of workflow objects")
-    out = []
-    for pos, item in enumerate(data):
-        if not isinstance(item, dict):
-            raise ParseError(f"item {pos} is not a JSON object")
-        description, steps = item.get("description"), item.get("steps")
-        if not isinstance(description, str) or not description.strip():
-            raise ParseError(f"workflow {pos} has no \"description\" string")
-        if not isinstance(steps, list) or not steps:
-            raise ParseError(f"workflow {pos} needs a non-empty \"steps\" list of strings")
-        steps = [" ".join(str(s).split()) for s in steps if str(s).strip()]
-        out.append(Workflow(" ".join(description.split()), steps, sources=list(sources)))
-    return out
-
-
-# judging success ----------------------------------------------------------------------------
-@runtime_checkable
-class Judge(Protocol):
-    """Decides whether a trajectory accomplished its task (online induction needs it)."""
-
-    def judge(self, trajectory: Trajectory) -> bool: ...
-
-
-_FAILURE = re.compile(r"\b(error|exception|failed|failure|unable|cannot|can't|could not|"
-                      r"not found|timed out|traceback)\b", re.I)
-
-
-class OutcomeJudge:
-    """LLM-free: the trajectory's own `success` flag, else no failure words in its outcome."""
-
-    def judge(self, trajectory: Trajectory) -> bool:
-        if trajectory.success is not None:
-            return trajectory.success
-        return bool(trajectory.outcome.strip()) and not _FAILURE.search(trajectory.outcome)
-
-
-
-
-class LLMSuccessJudge:
-    """AWM's model-based evaluator; an explicit `success` flag always wins."""
-
-    def __init__(self, llm: Any, fallback: Judge | None = None) -> None:
-        self.llm = metered(llm)
-        self.fallback = fallback or OutcomeJudge()
-
-    def judge(self, trajectory: Trajectory) -> bool:
-        if trajectory.success is not None:
-            return trajectory.success
-        verdict = ask_yes_no(self.llm, "success judgement",
-                             prompts.TASK_SUCCEEDED.format(run=trajectory.render()), repair=True)
-        return self.fallback.judge(trajectory) if verdict is None else verdict
-
-
-# storage and retrieval -----------------------------------------------------------------------
 def owner_key(user_id: str | None, agent_id: str | None) -> str:
     """`user/<id>` or `agent/<id>`: exactly one of the two must be given."""
     if (user_id is None) == (agent_id is None):
@@ -418,7 +194,6 @@ def as_workflow_memory(memory: Any) -> WorkflowMemory:
         raise InvalidInputError(f"memory must be a ReflectiveMemory or a WorkflowMemory, "
                                 f"not {type(memory).__name__}")
     return workflows
-
 
 
 def _state_name(owner: str) -> str:
