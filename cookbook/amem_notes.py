@@ -25,7 +25,7 @@ for memory in mem.memories(user_id="ann"):
     print(f"    keywords={memory.attrs['keywords']} tags={memory.attrs['tags']}")
     print(f"    context={memory.attrs['context']!r} links={len(memory.attrs['links'])}")
 
-query = "What did Ann adopt?"
+query = "What happened to Ann's running shoes?"  # the linked note says who Rex is
 for follow in (False, True):
     print(f"\nsearch {query!r}, follow_links={follow}:")
     for hit in mem.search(query, user_id="ann", k=2, follow_links=follow):
