@@ -11,14 +11,15 @@ import sys
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from pathlib import Path
+from importlib.resources import files
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from .errors import MissingDependencyError
 
-MINILM_TOKENIZER = Path(__file__).parent / "data" / "minilm_tokenizer.json"
+MINILM_TOKENIZER = files("rmm_core") / "data" / "minilm_tokenizer.json"
+"""Shipped in the package data (found wherever this module sits in the package)."""
 """all-MiniLM-L6-v2's tokenizer (Apache-2.0, from sentence-transformers/all-MiniLM-L6-v2):
 the int8 model package ships the graph alone."""
 
