@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from .errors import InvalidInputError
 
@@ -53,3 +54,12 @@ def clip(text: str, limit: int, *, flatten: bool = True) -> str:
     if flatten:
         text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 2] + " …"
+
+
+def non_empty(value: Any, what: str) -> str:
+    """`value` stripped; `InvalidInputError` unless it is a string with some text in it."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInputError(f"{what} must not be empty")
+    return value.strip()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import InvalidInputError, RMMError
 from .index import bm25_index, english_stemmer, tokenize
-from .text import clip
+from .text import clip, non_empty
 from .types import Turn, check_id
 
 if TYPE_CHECKING:
@@ -55,14 +55,6 @@ def _agent_errors(fn: Callable[..., str]) -> Callable[..., str]:
     return wrapper
 
 
-def _text(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
-    if not value.strip():
-        raise InvalidInputError(f"{what} must not be empty")
-    return value.strip()
-
-
 def _page(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidInputError(f"page must be a whole number >= 0, got {value!r}")
@@ -96,14 +88,14 @@ class MemoryTools:
     @_agent_errors
     def core_memory_append(self, label: str, content: str) -> str:
         """Add a line to a core memory block ("human" or "persona") that stays in context."""
-        block = self.working.core_memory_append(label, _text(content, "content"))
+        block = self.working.core_memory_append(label, non_empty(content, "content"))
         return f"Appended to {block.label} ({len(block.value)}/{block.limit} chars):\n" \
                f"{block.value}"
 
     @_agent_errors
     def core_memory_replace(self, label: str, old_content: str, new_content: str) -> str:
         """Replace exact text in a core memory block; an empty new_content deletes it."""
-        block = self.working.core_memory_replace(label, _text(old_content, "old_content"),
+        block = self.working.core_memory_replace(label, non_empty(old_content, "old_content"),
                                                  new_content)
         return f"Updated {block.label} ({len(block.value)}/{block.limit} chars):\n" \
                f"{block.value}"
@@ -111,7 +103,7 @@ class MemoryTools:
     @_agent_errors
     def archival_memory_insert(self, content: str) -> str:
         """Store a note in long-term archival memory (searchable later)."""
-        content = _text(content, "content")
+        content = non_empty(content, "content")
         session_id = f"{ARCHIVAL_PREFIX}{uuid.uuid4().hex}"
         memories = self.mem.add_session([Turn(ARCHIVAL_SPEAKER, content)],
                                         user_id=self.user_id, session_id=session_id)
@@ -122,7 +114,7 @@ class MemoryTools:
     @_agent_errors
     def archival_memory_search(self, query: str, page: int = 0) -> str:
         """Search long-term archival memory; results are paged, best first."""
-        query, page = _text(query, "query"), _page(page)
+        query, page = non_empty(query, "query"), _page(page)
         start = page * self.page_size
         hits = self.mem.search(query, user_id=self.user_id, k=start + self.page_size)
         shown = hits.hits[start:]
@@ -136,7 +128,7 @@ class MemoryTools:
     @_agent_errors
     def conversation_search(self, query: str, page: int = 0) -> str:
         """Search every past message with this user (the full conversation log)."""
-        query, page = _text(query, "query"), _page(page)
+        query, page = non_empty(query, "query"), _page(page)
         found = search_turns(self.mem.turns(user_id=self.user_id), query)
         start = page * self.page_size
         shown = found[start:start + self.page_size]

@@ -16,7 +16,7 @@ from .errors import InvalidInputError
 from .llm import metered
 from .parse import with_fallback
 from .storage.cas import compare_and_set
-from .text import Counter, as_counter, content_words
+from .text import Counter, as_counter, content_words, non_empty
 from .types import Turn, check_id
 
 if TYPE_CHECKING:
@@ -224,7 +224,7 @@ class WorkingContext:
     # core memory edits -----------------------------------------------------------------------
     def core_memory_append(self, label: str, content: str) -> Block:
         """Add `content` as a new line of block `label`; the block must stay within its limit."""
-        content = _text(content, "content")
+        content = non_empty(content, "content")
 
         def edit(state: _State) -> Block:
             block = self._block(state, label)
@@ -235,7 +235,7 @@ class WorkingContext:
 
     def core_memory_replace(self, label: str, old_content: str, new_content: str) -> Block:
         """Replace the exact text `old_content` of block `label` (empty `new_content` deletes)."""
-        old_content = _text(old_content, "old_content")
+        old_content = non_empty(old_content, "old_content")
         if not isinstance(new_content, str):
             raise InvalidInputError(f"new_content must be a string, not "
                                     f"{type(new_content).__name__}")
@@ -338,12 +338,4 @@ def _dump(state: _State) -> bytes:
                       "session_id": t.session_id} for t in state.messages],
         "pressure": state.pressure, "evicted": state.evicted,
     }).encode()
-
-
-def _text(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
-    if not value.strip():
-        raise InvalidInputError(f"{what} is empty")
-    return value.strip()
 
