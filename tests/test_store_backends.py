@@ -19,8 +19,7 @@ from hypothesis import strategies as st
 from rmm_core import StorageError, Turn
 from rmm_core.storage import open_store
 from rmm_core.storage.base import SCHEMA_VERSION, MergeInto, NewMemory
-from rmm_core.storage.sql import new_memory_id
-from rmm_core.types import Memory
+from rmm_core.types import Memory, new_memory_id
 
 pytestmark = pytest.mark.backends
 DIM = 8
