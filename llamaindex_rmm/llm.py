@@ -1,4 +1,4 @@
-"""Any LlamaIndex LLM as the core's `complete(prompt) -> str` (what `rmm_core.llm.as_llm` calls)."""
+"""Any LlamaIndex LLM as the core's `complete(prompt) -> str` (what the core's `as_llm` calls)."""
 
 from __future__ import annotations
 
