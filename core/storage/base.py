@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from ..types import Memory, Turn
-from .protocols import MemoryBank, NamedState, ReflectionLog, TurnLog, UsageLog, UserState
 
 SCHEMA_VERSION = 5
 
@@ -112,7 +111,7 @@ class IndexData:
     """Who wrote each memory's turns, in `ids` order."""
 
 
-class Store(TurnLog, ReflectionLog, MemoryBank, NamedState, UserState, UsageLog, ABC):
+class Store(ABC):
     """Durable turns, sessions, memories with versions, vectors and learned weights.
 
     Every method is scoped by `user_id` where data belongs to a user. Writes that belong

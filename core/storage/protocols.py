@@ -1,6 +1,6 @@
 """The narrow views of a store that each stage needs. Every backend's `Store` implements
-them all (it is their union, see `base.Store` for what each method guarantees); a stage
-asks only for the view it uses, so it can be handed a fake or a smaller store."""
+them all (it is their union; `base.Store` says what each method guarantees); a stage asks
+only for the view it uses, so it can be handed a fake or a smaller store."""
 
 from __future__ import annotations
 
