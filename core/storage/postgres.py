@@ -8,9 +8,10 @@ advisory transaction lock, so several servers can append, reflect and forget at 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -18,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from ..errors import InvalidInputError, MissingDependencyError, StorageError
-from .base import SCHEMA_VERSION
+from .base import SCHEMA_VERSION, SignalRow
 from .redact import redact
 from .sql import APP_ID, SQLStore, read_schema_version, rename_legacy_user_state
 
@@ -87,6 +88,54 @@ _ESC = "\ue000"
 _ESCAPES = {_ESC: _ESC + "1", "\x00": _ESC + "0"}
 _UNESCAPE = re.compile(_ESC + "(.)", re.S)
 _UNESCAPES = {"1": _ESC, "0": "\x00"}
+
+
+TEXT_SEARCH = "english"
+"""PostgreSQL text search configuration of the keys' full-text column (stems English)."""
+
+_TSQUERY = f"to_tsquery('{TEXT_SEARCH}', ?)"
+_UNIT = ("(SELECT -(v.vec <#> ?) FROM memory_vectors v WHERE v.memory_id = m.id "
+         "AND v.idx = 0)")
+_NEAR = ("SELECT v.memory_id AS id, true AS near FROM memory_vectors v "
+         "JOIN memories m ON m.id = v.memory_id WHERE v.user_id = ? AND v.idx = 0 {where} "
+         "ORDER BY {order} LIMIT ?")
+_NEAR_ORDER = "v.vec::vector({dim}) <#> ?::vector({dim})"
+"""The HNSW index's own expression: the planner uses the index for exactly this order."""
+_LEXICAL = ("SELECT m.id, false FROM memories m, q WHERE m.user_id = ? AND m.tsv @@ q.q {where} "
+            "ORDER BY ts_rank_cd(m.tsv, q.q) DESC LIMIT ?")
+_VECTORS = ("LEFT JOIN LATERAL (SELECT MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx = 0) AS unit, "
+            "MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx > 0) AS turn FROM memory_vectors v "
+            "WHERE v.memory_id = m.id) vs ON true")
+_NEIGHBOUR = (
+    "(SELECT n.id FROM memories n WHERE n.user_id = m.user_id AND "
+    "(n.session_ids::jsonb ->> 0) = (m.session_ids::jsonb ->> 0) AND n.seq = "
+    "(SELECT {pick}(o.seq) FROM memories o WHERE o.user_id = m.user_id AND o.seq {op} m.seq))")
+_ADJACENT = (f"{_NEIGHBOUR.format(pick='MAX', op='<')} AS prev, "
+             f"{_NEIGHBOUR.format(pick='MIN', op='>')} AS next")
+"""A memory's previous and next memory (in the user's order) when of the same session."""
+
+
+def _tsquery(terms: Sequence[str]) -> str:
+    """The query's words as one OR query (each quoted; they hold letters and digits only)."""
+    return " | ".join(f"'{t}'" for t in terms)
+
+
+def _signals(lexical: float, unit: float | None, turn: float | None
+             ) -> tuple[float, float, float]:
+    """A memory's three signals; one without vectors scores 0, one without turn vectors
+    takes its own vector's cosine as its best turn (as the in-process index does)."""
+    unit = float(unit or 0.0)
+    return float(lexical), unit, unit if turn is None else float(turn)
+
+
+def _filter_sql(filters: Mapping[str, Sequence[Any]]) -> tuple[str, list[Any]]:
+    """Metadata filters as SQL over `m.metadata` (each key: any of its values; jsonb equality
+    tells `true` from `1` as `rmm_core.metadata.matches` does) and their parameters."""
+    sql, params = "", []
+    for key, values in filters.items():
+        sql += " AND (m.metadata::jsonb -> ?) = ANY(CAST(? AS jsonb[]))"
+        params += [key, [json.dumps(v) for v in values]]
+    return sql, params
 
 
 def _lock_key(name: str) -> int:
@@ -306,6 +355,105 @@ class PostgresStore(SQLStore):
         return [(mid, float(sim)) for mid, sim in self._read(
             "SELECT memory_id, MAX(-(vec <#> ?)) AS sim FROM memory_vectors WHERE user_id = ? "
             "GROUP BY memory_id ORDER BY sim DESC LIMIT ?", (q, user_id, int(k)))]
+
+    # in-database search (`rmm_core.dbsearch`) ------------------------------------------------
+    def prepare_search(self, dim: int) -> None:
+        """Create what in-database search reads, if missing: a full-text column over each key
+        (generated, so every write keeps it) with a GIN index, and an HNSW index over the
+        memories' own vectors (row 0) of dimension `dim`. Idempotent; one process at a time."""
+        index = f"memory_vectors_hnsw_{int(dim)}"
+        with self._lock, self._errors():
+            conn = self._live()
+            present = conn.execute("SELECT to_regclass(%s), to_regclass(%s)",
+                                   (f"{self.schema}.{index}", f"{self.schema}.memories_tsv")
+                                   ).fetchone()
+            if all(present):
+                return
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("rmm-schema"),))
+                conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+                conn.execute(
+                    "ALTER TABLE memories ADD COLUMN IF NOT EXISTS tsv tsvector GENERATED "
+                    f"ALWAYS AS (to_tsvector('{TEXT_SEARCH}', key)) STORED")
+                conn.execute("CREATE INDEX IF NOT EXISTS memories_tsv ON memories "
+                             "USING gin (tsv)")
+                conn.execute(f"CREATE INDEX IF NOT EXISTS {index} ON memory_vectors USING hnsw "
+                             f"((vec::vector({int(dim)})) vector_ip_ops) WHERE idx = 0")
+
+    def search_size(self, user_id: str) -> int:
+        """How many memories the user has."""
+        return int(self._read("SELECT COUNT(*) FROM memories WHERE user_id = ?",
+                              (user_id,))[0][0])
+
+    def search_shortlist(self, user_id: str, terms: Sequence[str], query: np.ndarray,
+                         filters: Mapping[str, Sequence[Any]], *, dense: int, lexical: int,
+                         expected: int) -> list[SignalRow]:
+        """The user's `dense` memories nearest the query by their own vector (HNSW) and
+        `lexical` best by full-text rank, matching `filters`, each with those two signals.
+        `expected` is how many memories the user has (the dense list's length, if fewer)."""
+        q = np.asarray(query, dtype=np.float32)
+        where, params = _filter_sql(filters)
+        order = _NEAR_ORDER.format(dim=q.shape[0])
+        args = (_tsquery(terms), user_id, *params, q, dense, user_id, *params, lexical, q)
+
+        def sql(near_order: str) -> str:
+            near = _NEAR.format(where=where, order=near_order)
+            words = _LEXICAL.format(where=where)
+            return (f"WITH q AS (SELECT {_TSQUERY} AS q), ids AS (SELECT id, bool_or(near) "
+                    f"AS near FROM (({near}) UNION ALL ({words})) found GROUP BY id) "
+                    f"SELECT m.id, m.speakers, ts_rank_cd(m.tsv, q.q), {_UNIT}, ids.near "
+                    "FROM ids JOIN memories m ON m.id = ids.id CROSS JOIN q")
+
+        with self._search_tx(dense) as tx:
+            rows = tx.all(sql(order), args)
+            if sum(r[4] for r in rows) < min(dense, expected):
+                # the approximate index may miss rows of one user among many: the exact order
+                # (an expression the index does not serve) finds all, up to `dense`
+                rows = tx.all(sql(f"({order}) + 0"), args)
+        return [SignalRow(r[0], r[1], float(r[2]), float(r[3] or 0.0)) for r in rows]
+
+    def search_sample(self, user_id: str, terms: Sequence[str], query: np.ndarray,
+                      size: int) -> np.ndarray:
+        """Lexical, own-vector and best-turn signals (columns) of up to `size` of the user's
+        memories spread evenly over the bank: what the signals are z-scored with."""
+        q = np.asarray(query, dtype=np.float32)
+        top = self._read("SELECT COALESCE(MAX(seq), 0) FROM memories WHERE user_id = ?",
+                         (user_id,))[0][0]
+        rows = self._read(
+            f"WITH q AS (SELECT {_TSQUERY} AS q) SELECT ts_rank_cd(m.tsv, q.q), vs.unit, "
+            "vs.turn FROM memories m JOIN generate_series(1, ?, ?) g(seq) ON m.seq = g.seq "
+            f"CROSS JOIN q {_VECTORS} WHERE m.user_id = ?",
+            (_tsquery(terms), top, max(1, -(-top // max(size, 1))), q, q, user_id))
+        return np.asarray([_signals(r[0], r[1], r[2]) for r in rows],
+                          dtype=np.float32).reshape(-1, 3)
+
+    def search_pool(self, user_id: str, ids: Sequence[str], terms: Sequence[str],
+                    query: np.ndarray, filters: Mapping[str, Sequence[Any]]) -> list[SignalRow]:
+        """Every signal of the memories `ids` and of their same-session neighbours that match
+        `filters`, each with its neighbours' ids (None: none, or of another session)."""
+        q = np.asarray(query, dtype=np.float32)
+        where, params = _filter_sql(filters)
+        rows = self._read(
+            f"WITH q AS (SELECT {_TSQUERY} AS q), "
+            "p AS (SELECT m.* FROM memories m WHERE m.user_id = ? AND m.id = ANY(?)), "
+            f"near AS (SELECT {_ADJACENT} FROM p m), "
+            "ids AS (SELECT id FROM p UNION SELECT m.id FROM near JOIN memories m "
+            f"ON m.id IN (near.prev, near.next) WHERE true {where}) "
+            "SELECT m.id, m.speakers, ts_rank_cd(m.tsv, q.q), vs.unit, vs.turn, a.prev, a.next "
+            f"FROM ids JOIN memories m ON m.id = ids.id CROSS JOIN q {_VECTORS} "
+            f"CROSS JOIN LATERAL (SELECT {_ADJACENT}) a",
+            (_tsquery(terms), user_id, list(ids), *params, q, q))
+        return [SignalRow(r[0], r[1], *_signals(r[2], r[3], r[4]), r[5], r[6]) for r in rows]
+
+    @contextmanager
+    def _search_tx(self, depth: int) -> Iterator[_Tx]:
+        """A read transaction whose HNSW scans return up to `depth` rows (pgvector's
+        `ef_search`, at most 1000)."""
+        with self._lock, self._errors():
+            conn = self._live()
+            with conn.transaction(), conn.cursor(binary=True) as cur:
+                cur.execute(f"SET LOCAL hnsw.ef_search = {min(max(int(depth), 40), 1000)}")
+                yield _Tx(cur)
 
     def close(self) -> None:
         with self._lock:
