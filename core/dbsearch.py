@@ -32,6 +32,10 @@ AUTO_MIN_MEMORIES = 20_000
 """`search_backend="auto"` searches a user's bank in the database from this many memories
 (README: at 100,000 in-database search is slower per query but needs no load of the bank)."""
 
+SAMPLE = Z_SAMPLE // 4
+"""Memories spread over the bank whose signals give their mean and spread (each costs the
+server three vector distances and a full-text rank per search)."""
+
 
 class DatabaseSearcher:
     """Chooses, per user, where a search runs, and gathers in-database candidates."""
@@ -82,7 +86,7 @@ class DatabaseSearcher:
                                            lexical=LEXICAL_DEPTH, expected=size)
         if not shortlist:
             return [], None
-        sample = store.search_sample(user_id, terms, query_vec, Z_SAMPLE)
+        sample = store.search_sample(user_id, terms, query_vec, SAMPLE)
         if not len(sample):  # nothing sampled (a bank emptied meanwhile): the shortlist's own
             sample = np.asarray([(r.lexical, r.unit, r.unit) for r in shortlist])
         lexical, unit, turn = (_stats(sample[:, i]) for i in range(3))

@@ -13,6 +13,7 @@ import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import combinations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -96,13 +97,13 @@ TEXT_SEARCH = "english"
 _TSQUERY = f"to_tsquery('{TEXT_SEARCH}', ?)"
 _UNIT = ("(SELECT -(v.vec <#> ?) FROM memory_vectors v WHERE v.memory_id = m.id "
          "AND v.idx = 0)")
-_NEAR = ("SELECT v.memory_id AS id, true AS near FROM memory_vectors v "
+_NEAR = ("SELECT v.memory_id FROM memory_vectors v "
          "JOIN memories m ON m.id = v.memory_id WHERE v.user_id = ? AND v.idx = 0 {where} "
          "ORDER BY {order} LIMIT ?")
 _NEAR_ORDER = "v.vec::vector({dim}) <#> ?::vector({dim})"
 """The HNSW index's own expression: the planner uses the index for exactly this order."""
-_LEXICAL = ("SELECT m.id, false FROM memories m, q WHERE m.user_id = ? AND m.tsv @@ q.q {where} "
-            "ORDER BY ts_rank_cd(m.tsv, q.q) DESC LIMIT ?")
+_LEXICAL = (f"SELECT m.id FROM memories m WHERE m.user_id = ? AND m.tsv @@ {_TSQUERY} "
+            "{where} ORDER BY ts_rank(m.tsv, " + _TSQUERY + ") DESC LIMIT ?")
 _VECTORS = ("LEFT JOIN LATERAL (SELECT MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx = 0) AS unit, "
             "MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx > 0) AS turn FROM memory_vectors v "
             "WHERE v.memory_id = m.id) vs ON true")
@@ -115,9 +116,16 @@ _ADJACENT = (f"{_NEIGHBOUR.format(pick='MAX', op='<')} AS prev, "
 """A memory's previous and next memory (in the user's order) when of the same session."""
 
 
-def _tsquery(terms: Sequence[str]) -> str:
+def _tsquery(terms: Sequence[str], op: str = " | ") -> str:
     """The query's words as one OR query (each quoted; they hold letters and digits only)."""
-    return " | ".join(f"'{t}'" for t in terms)
+    return op.join(f"'{t}'" for t in terms)
+
+
+def _tiers(terms: Sequence[str]) -> list[str]:
+    """What the lexical shortlist matches, narrowest first: memories holding two of the
+    query's words, then any one of them."""
+    pairs = [f"({_tsquery(pair, ' & ')})" for pair in combinations(terms, 2)]
+    return [" | ".join(pairs), _tsquery(terms)] if pairs else [_tsquery(terms)]
 
 
 def _signals(lexical: float, unit: float | None, turn: float | None
@@ -394,22 +402,23 @@ class PostgresStore(SQLStore):
         q = np.asarray(query, dtype=np.float32)
         where, params = _filter_sql(filters)
         order = _NEAR_ORDER.format(dim=q.shape[0])
-        args = (_tsquery(terms), user_id, *params, q, dense, user_id, *params, lexical, q)
-
-        def sql(near_order: str) -> str:
-            near = _NEAR.format(where=where, order=near_order)
-            words = _LEXICAL.format(where=where)
-            return (f"WITH q AS (SELECT {_TSQUERY} AS q), ids AS (SELECT id, bool_or(near) "
-                    f"AS near FROM (({near}) UNION ALL ({words})) found GROUP BY id) "
-                    f"SELECT m.id, m.speakers, ts_rank_cd(m.tsv, q.q), {_UNIT}, ids.near "
-                    "FROM ids JOIN memories m ON m.id = ids.id CROSS JOIN q")
-
         with self._search_tx(dense) as tx:
-            rows = tx.all(sql(order), args)
-            if sum(r[4] for r in rows) < min(dense, expected):
+            near = tx.all(_NEAR.format(where=where, order=order), (user_id, *params, q, dense))
+            if len(near) < min(dense, expected):
                 # the approximate index may miss rows of one user among many: the exact order
                 # (an expression the index does not serve) finds all, up to `dense`
-                rows = tx.all(sql(f"({order}) + 0"), args)
+                near = tx.all(_NEAR.format(where=where, order=f"({order}) + 0"),
+                              (user_id, *params, q, dense))
+            words: list[tuple] = []
+            for match in _tiers(terms):  # ranking every memory that shares one common word
+                words = tx.all(_LEXICAL.format(where=where),  # costs more than the search
+                               (user_id, match, *params, _tsquery(terms), lexical))
+                if len(words) >= lexical:
+                    break
+            ids = list(dict.fromkeys(r[0] for r in [*near, *words]))
+            rows = tx.all(f"SELECT m.id, m.speakers, ts_rank(m.tsv, {_TSQUERY}), {_UNIT} "
+                          "FROM memories m WHERE m.user_id = ? AND m.id = ANY(?)",
+                          (_tsquery(terms), q, user_id, ids))
         return [SignalRow(r[0], r[1], float(r[2]), float(r[3] or 0.0)) for r in rows]
 
     def search_sample(self, user_id: str, terms: Sequence[str], query: np.ndarray,
@@ -420,7 +429,7 @@ class PostgresStore(SQLStore):
         top = self._read("SELECT COALESCE(MAX(seq), 0) FROM memories WHERE user_id = ?",
                          (user_id,))[0][0]
         rows = self._read(
-            f"WITH q AS (SELECT {_TSQUERY} AS q) SELECT ts_rank_cd(m.tsv, q.q), vs.unit, "
+            f"WITH q AS (SELECT {_TSQUERY} AS q) SELECT ts_rank(m.tsv, q.q), vs.unit, "
             "vs.turn FROM memories m JOIN generate_series(1, ?, ?) g(seq) ON m.seq = g.seq "
             f"CROSS JOIN q {_VECTORS} WHERE m.user_id = ?",
             (_tsquery(terms), top, max(1, -(-top // max(size, 1))), q, q, user_id))
@@ -439,7 +448,7 @@ class PostgresStore(SQLStore):
             f"near AS (SELECT {_ADJACENT} FROM p m), "
             "ids AS (SELECT id FROM p UNION SELECT m.id FROM near JOIN memories m "
             f"ON m.id IN (near.prev, near.next) WHERE true {where}) "
-            "SELECT m.id, m.speakers, ts_rank_cd(m.tsv, q.q), vs.unit, vs.turn, a.prev, a.next "
+            "SELECT m.id, m.speakers, ts_rank(m.tsv, q.q), vs.unit, vs.turn, a.prev, a.next "
             f"FROM ids JOIN memories m ON m.id = ids.id CROSS JOIN q {_VECTORS} "
             f"CROSS JOIN LATERAL (SELECT {_ADJACENT}) a",
             (_tsquery(terms), user_id, list(ids), *params, q, q))
