@@ -97,12 +97,9 @@ class DatabaseSearcher:
                      - weights.assistant * self._assistant(shortlist))
             shortlist = [shortlist[i] for i in np.argpartition(-cheap, POOL)[:POOL]]
         pool = store.search_pool(user_id, [r.id for r in shortlist], terms, query_vec, filters)
-        at = {r.id: i for i, r in enumerate(pool)}
         fused, spread = fuse_pool(
             weights, scale, *(_column(pool, name) for name in ("lexical", "unit", "turn")),
-            self._assistant(pool),
-            np.asarray([at.get(r.prev, -1) for r in pool], dtype=np.int64),
-            np.asarray([at.get(r.next, -1) for r in pool], dtype=np.int64))
+            self._assistant(pool), *_links(pool))
         order = np.argsort(-fused, kind="stable")[:top]
         return ([(pool[i].id, float(fused[i])) for i in order],
                 Scale(None, unit, turn, spread))
@@ -112,6 +109,20 @@ class DatabaseSearcher:
             return np.zeros(len(rows), dtype=np.float32)
         return np.asarray([self.weights.by_assistant(json.loads(r.speakers)) for r in rows],
                           dtype=np.float32)
+
+
+def _links(rows: list[SignalRow]) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices of each row's previous and next neighbour (-1: none among the rows); a
+    neighbour's row knows its links from the rows that name it."""
+    at = {r.id: i for i, r in enumerate(rows)}
+    prev = np.full(len(rows), -1, dtype=np.int64)
+    nxt = np.full(len(rows), -1, dtype=np.int64)
+    for i, r in enumerate(rows):
+        if r.prev in at:
+            prev[i], nxt[at[r.prev]] = at[r.prev], i
+        if r.next in at:
+            nxt[i], prev[at[r.next]] = at[r.next], i
+    return prev, nxt
 
 
 def _column(rows: list[SignalRow], name: str) -> np.ndarray:

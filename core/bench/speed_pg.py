@@ -74,14 +74,17 @@ def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_0
         postgres_url, server = local_postgres()
     user = f"speed-{memories}"
     common = {"embedder": embedder, "progress": False, "session_idle_timeout": None}
-    database = ReflectiveMemory.open(postgres_url, search_backend="database", **common)
     process = ReflectiveMemory.open(postgres_url, search_backend="process", **common)
     out: dict[str, Any] = {"memories": memories, "queries": queries, "k": k}
+    database = None
     try:
-        database.forget(user_id=user)
+        process.forget(user_id=user)
         t0 = time.perf_counter()
-        fill(database, user, texts, vectors)  # HNSW and full-text indexes kept on write
+        fill(process, user, texts, vectors)
         out["ingest_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()  # an existing store's first open for in-database search
+        database = ReflectiveMemory.open(postgres_url, search_backend="database", **common)
+        out["index_build_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         process.search(qs[0], user_id=user, k=k)
         out["process_load_s"] = time.perf_counter() - t0
@@ -99,7 +102,8 @@ def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_0
         database.forget(user_id=user)
     finally:
         process.close()
-        database.close()
+        if database is not None:
+            database.close()
         del server
     _print(out)
     return out
@@ -119,8 +123,9 @@ def _agreement(process: ReflectiveMemory, database: ReflectiveMemory, user: str,
 
 
 def _print(out: dict[str, Any]) -> None:
-    print(f"bank: {out['memories']} memories on PostgreSQL; ingest {out['ingest_s']:.1f} s "
-          f"(HNSW and full-text indexes kept on write); {out['queries']} queries, k={out['k']}")
+    print(f"bank: {out['memories']} memories on PostgreSQL; write {out['ingest_s']:.1f} s, then "
+          f"HNSW + full-text indexes built on open {out['index_build_s']:.1f} s; "
+          f"{out['queries']} queries, k={out['k']}")
     print(f"{'':<42}{'p50 ms':>10}{'p95 ms':>10}")
     for label, key in (("search in process (index in this process)", "process_ms"),
                        ("search in database (pgvector HNSW + FTS)", "database_ms"),

@@ -102,8 +102,17 @@ _NEAR = ("SELECT v.memory_id FROM memory_vectors v "
          "ORDER BY {order} LIMIT ?")
 _NEAR_ORDER = "v.vec::vector({dim}) <#> ?::vector({dim})"
 """The HNSW index's own expression: the planner uses the index for exactly this order."""
-_LEXICAL = (f"SELECT m.id FROM memories m WHERE m.user_id = ? AND m.tsv @@ {_TSQUERY} "
+_LEXICAL = ("SELECT m.id FROM memories m WHERE m.user_id = ? AND m.tsv @@ CAST(? AS tsquery) "
             "{where} ORDER BY ts_rank(m.tsv, " + _TSQUERY + ") DESC LIMIT ?")
+_FREQS = ("SELECT e.lexeme, s.f FROM unnest(tsvector_to_array(to_tsvector("
+          f"'{TEXT_SEARCH}', ?))) e(lexeme) LEFT JOIN (SELECT unnest(most_common_elems::text::"
+          "text[]) AS lexeme, unnest(most_common_elem_freqs) AS f FROM pg_stats WHERE "
+          "schemaname = ? AND tablename = 'memories' AND attname = 'tsv') s USING (lexeme)")
+"""The query's lexemes with their share of the memories holding them (ANALYZE's estimate)."""
+RARE = 0.01
+"""Lexemes in fewer memories than this share match the lexical shortlist on their own."""
+MAX_COMMON = 8
+"""Most common lexemes of a query combined in the lexical shortlist's narrower queries."""
 _VECTORS = ("LEFT JOIN LATERAL (SELECT MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx = 0) AS unit, "
             "MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx > 0) AS turn FROM memory_vectors v "
             "WHERE v.memory_id = m.id) vs ON true")
@@ -121,11 +130,29 @@ def _tsquery(terms: Sequence[str], op: str = " | ") -> str:
     return op.join(f"'{t}'" for t in terms)
 
 
-def _tiers(terms: Sequence[str]) -> list[str]:
-    """What the lexical shortlist matches, narrowest first: memories holding two of the
-    query's words, then any one of them."""
-    pairs = [f"({_tsquery(pair, ' & ')})" for pair in combinations(terms, 2)]
-    return [" | ".join(pairs), _tsquery(terms)] if pairs else [_tsquery(terms)]
+def lexical_tiers(freqs: Mapping[str, float | None], bank: int, want: int) -> list[str]:
+    """Full-text queries (over stemmed lexemes) the lexical shortlist tries in turn, narrowest
+    first: any rare lexeme, or `k` of the common ones together, from the largest `k` expected
+    to match `want` of a `bank` down to 1. `freqs` is each lexeme's share of the table's
+    rows (PostgreSQL's statistics; None: rarer than any it lists). Ranking every memory that
+    holds one common word would cost more than the rest of the search."""
+    rare = [t for t, f in freqs.items() if not f or f < RARE]
+    common = sorted((t for t, f in freqs.items() if f and f >= RARE), key=freqs.get)
+    if not common:
+        return [_tsquery(rare)] if rare else []
+    kept = common[:MAX_COMMON]
+    at_least = np.zeros(len(kept) + 1)  # P(a row holds exactly i of them), independently
+    at_least[0] = 1.0
+    for f in (freqs[t] for t in kept):
+        at_least[1:] = at_least[1:] * (1 - f) + at_least[:-1] * f
+        at_least[0] *= 1 - f
+    at_least = np.cumsum(at_least[::-1])[::-1]  # now P(at least i)
+    start = max([k for k in range(1, len(kept) + 1) if bank * at_least[k] >= want] or [1])
+    out = []
+    for k in range(start, 1, -1):
+        out.append(" | ".join([*(f"'{t}'" for t in rare),
+                               *(f"({_tsquery(c, ' & ')})" for c in combinations(kept, k))]))
+    return [*out, _tsquery([*rare, *common])]
 
 
 def _signals(lexical: float, unit: float | None, turn: float | None
@@ -404,14 +431,16 @@ class PostgresStore(SQLStore):
         order = _NEAR_ORDER.format(dim=q.shape[0])
         with self._search_tx(dense) as tx:
             near = tx.all(_NEAR.format(where=where, order=order), (user_id, *params, q, dense))
-            if len(near) < min(dense, expected):
-                # the approximate index may miss rows of one user among many: the exact order
-                # (an expression the index does not serve) finds all, up to `dense`
+            if len(near) < min(dense, expected) // 2:
+                # the approximate index, filtered after its scan, finds too few of a user who
+                # holds a small share of the table: the exact order (an expression the index
+                # does not serve) finds them all, up to `dense`
                 near = tx.all(_NEAR.format(where=where, order=f"({order}) + 0"),
                               (user_id, *params, q, dense))
+            freqs = dict(tx.all(_FREQS, (" ".join(terms), self.schema)))
             words: list[tuple] = []
-            for match in _tiers(terms):  # ranking every memory that shares one common word
-                words = tx.all(_LEXICAL.format(where=where),  # costs more than the search
+            for match in lexical_tiers(freqs, expected, lexical):
+                words = tx.all(_LEXICAL.format(where=where),
                                (user_id, match, *params, _tsquery(terms), lexical))
                 if len(words) >= lexical:
                     break
@@ -426,42 +455,45 @@ class PostgresStore(SQLStore):
         """Lexical, own-vector and best-turn signals (columns) of up to `size` of the user's
         memories spread evenly over the bank: what the signals are z-scored with."""
         q = np.asarray(query, dtype=np.float32)
-        top = self._read("SELECT COALESCE(MAX(seq), 0) FROM memories WHERE user_id = ?",
-                         (user_id,))[0][0]
         rows = self._read(
-            f"WITH q AS (SELECT {_TSQUERY} AS q) SELECT ts_rank(m.tsv, q.q), vs.unit, "
-            "vs.turn FROM memories m JOIN generate_series(1, ?, ?) g(seq) ON m.seq = g.seq "
-            f"CROSS JOIN q {_VECTORS} WHERE m.user_id = ?",
-            (_tsquery(terms), top, max(1, -(-top // max(size, 1))), q, q, user_id))
+            f"WITH q AS (SELECT {_TSQUERY} AS q), t AS (SELECT COALESCE(MAX(seq), 0) AS top "
+            "FROM memories WHERE user_id = ?) SELECT ts_rank(m.tsv, q.q), vs.unit, vs.turn "
+            "FROM t CROSS JOIN generate_series(1, t.top, GREATEST(1, CEIL(t.top / ?::float)) "
+            f"::int) g(seq) JOIN memories m ON m.user_id = ? AND m.seq = g.seq CROSS JOIN q "
+            f"{_VECTORS}", (_tsquery(terms), user_id, size, user_id, q, q))
         return np.asarray([_signals(r[0], r[1], r[2]) for r in rows],
                           dtype=np.float32).reshape(-1, 3)
 
     def search_pool(self, user_id: str, ids: Sequence[str], terms: Sequence[str],
                     query: np.ndarray, filters: Mapping[str, Sequence[Any]]) -> list[SignalRow]:
         """Every signal of the memories `ids` and of their same-session neighbours that match
-        `filters`, each with its neighbours' ids (None: none, or of another session)."""
+        `filters`; the rows of `ids` come with their neighbours' ids (None: none, or of
+        another session), the neighbours' rows without."""
         q = np.asarray(query, dtype=np.float32)
         where, params = _filter_sql(filters)
         rows = self._read(
             f"WITH q AS (SELECT {_TSQUERY} AS q), "
-            "p AS (SELECT m.* FROM memories m WHERE m.user_id = ? AND m.id = ANY(?)), "
-            f"near AS (SELECT {_ADJACENT} FROM p m), "
-            "ids AS (SELECT id FROM p UNION SELECT m.id FROM near JOIN memories m "
-            f"ON m.id IN (near.prev, near.next) WHERE true {where}) "
-            "SELECT m.id, m.speakers, ts_rank(m.tsv, q.q), vs.unit, vs.turn, a.prev, a.next "
-            f"FROM ids JOIN memories m ON m.id = ids.id CROSS JOIN q {_VECTORS} "
-            f"CROSS JOIN LATERAL (SELECT {_ADJACENT}) a",
-            (_tsquery(terms), user_id, list(ids), *params, q, q))
+            f"p AS (SELECT m.id, {_ADJACENT} FROM memories m WHERE m.user_id = ? "
+            "AND m.id = ANY(?)), "
+            "extra AS (SELECT DISTINCT m.id FROM p JOIN memories m ON m.id IN (p.prev, p.next) "
+            f"WHERE m.id <> ALL(?) {where}), "
+            "ids AS (SELECT id, prev, next FROM p UNION ALL SELECT id, NULL, NULL FROM extra) "
+            "SELECT m.id, m.speakers, ts_rank(m.tsv, q.q), vs.unit, vs.turn, ids.prev, "
+            f"ids.next FROM ids JOIN memories m ON m.id = ids.id CROSS JOIN q {_VECTORS}",
+            (_tsquery(terms), user_id, list(ids), list(ids), *params, q, q))
         return [SignalRow(r[0], r[1], *_signals(r[2], r[3], r[4]), r[5], r[6]) for r in rows]
 
     @contextmanager
     def _search_tx(self, depth: int) -> Iterator[_Tx]:
-        """A read transaction whose HNSW scans return up to `depth` rows (pgvector's
-        `ef_search`, at most 1000)."""
+        """A read transaction whose HNSW scans look at `depth` rows (pgvector's `ef_search`,
+        at most 1000)."""
         with self._lock, self._errors():
             conn = self._live()
             with conn.transaction(), conn.cursor(binary=True) as cur:
                 cur.execute(f"SET LOCAL hnsw.ef_search = {min(max(int(depth), 40), 1000)}")
+                # the lexical shortlist's narrow queries are what the GIN index is for; the
+                # planner's estimates for them often choose a slower scan of every row
+                cur.execute("SET LOCAL enable_seqscan = off")
                 yield _Tx(cur)
 
     def close(self) -> None:
