@@ -10,11 +10,15 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 from backends import run_sql, split_target
 from pydantic import ValidationError
 
 from rmm_core import InvalidInputError, ReflectiveMemory
+from rmm_core.storage.base import NewMemory
+from rmm_core.storage.sql import new_memory_id
+from rmm_core.types import Memory
 
 pytestmark = pytest.mark.backends
 on_postgres = pytest.mark.parametrize("store_target", ["postgres"], indirect=True)
@@ -141,3 +145,30 @@ def test_search_backend_setting_is_validated(store_target, embedder):
     with ReflectiveMemory.open(store_target, embedder=embedder) as mem:  # auto: in process
         mem.add("I keep bees", user_id="u")
         assert mem.search("bees", user_id="u").hits and mem._indexes
+
+
+@on_postgres
+def test_a_user_with_a_small_share_of_the_table_is_searched_exactly(open_memory, embedder):
+    """pgvector filters an HNSW scan by user after the scan: when another user's vectors
+    fill it, the search falls back to an exact scan of this user's vectors."""
+    mem = open_memory(search_backend="database")
+    query = embedder.embed(["zebra stripes"])[0]
+    rng = np.random.default_rng(0)
+    crowd = query + 0.05 * rng.standard_normal((700, query.shape[0])).astype(np.float32)
+    _add_with_vectors(mem, "crowd", [f"crowd note {i}" for i in range(700)], crowd)
+    away = rng.standard_normal((3, query.shape[0])).astype(np.float32)
+    mine = _add_with_vectors(mem, "me", ["my boat is blue", "I sail on Sundays",
+                                         "the harbour is small"], away)
+    # as on a table where the user's share is misjudged: the planner takes the HNSW order
+    mem.store._live().execute("SET enable_sort = off")
+    assert {h.memory.id for h in mem.search("zebra stripes", user_id="me", k=3)} == set(mine)
+
+
+def _add_with_vectors(mem: ReflectiveMemory, user: str, texts: list[str],
+                      vectors: np.ndarray) -> list[str]:
+    """Memories with the given own vectors, written straight into the store."""
+    vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    adds = [NewMemory(Memory(id=new_memory_id(), user_id=user, text=t, key=t, refs=[]),
+                      v[None, :])
+            for t, v in zip(texts, vectors)]
+    return [m.id for m in mem.store.add_memories(user, adds, source="direct")]
