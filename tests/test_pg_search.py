@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from rmm_core import InvalidInputError, ReflectiveMemory
 from rmm_core.storage.base import NewMemory
+from rmm_core.storage.postgres import lexical_tiers
 from rmm_core.storage.sql import new_memory_id
 from rmm_core.types import Memory
 
@@ -172,3 +173,14 @@ def _add_with_vectors(mem: ReflectiveMemory, user: str, texts: list[str],
                       v[None, :])
             for t, v in zip(texts, vectors)]
     return [m.id for m in mem.store.add_memories(user, adds, source="direct")]
+
+
+def test_the_lexical_shortlist_tries_memories_holding_several_common_words_first():
+    common = dict.fromkeys(["paint", "hike", "sushi", "garden", "dog", "tea"], 0.15)
+    tiers = lexical_tiers({**common, "zebra": None}, bank=100_000, want=2000)
+    # 4.7% of the bank holds 3 of 6 words that each 15% hold (enough), 0.6% holds 4 (not)
+    assert [t.count("&") for t in tiers] == [2 * 20, 1 * 15, 0]
+    assert all("'zebra'" in t for t in tiers) and tiers[-1].count("|") == 6
+    assert lexical_tiers({"zebra": None, "okapi": 0.001}, bank=100_000, want=2000) == [
+        "'zebra' | 'okapi'"]
+    assert lexical_tiers({}, bank=10, want=5) == []
