@@ -126,8 +126,8 @@ _ADJACENT = (f"{_NEIGHBOUR.format(pick='MAX', op='<')} AS prev, "
 
 
 def _tsquery(terms: Sequence[str], op: str = " | ") -> str:
-    """The query's words as one OR query (each quoted; they hold letters and digits only)."""
-    return op.join(f"'{t}'" for t in terms)
+    """Words as one tsquery, OR (or `op`) between them, each quoted."""
+    return op.join("'" + t.replace("'", "''") + "'" for t in terms)
 
 
 def lexical_tiers(freqs: Mapping[str, float | None], bank: int, want: int) -> list[str]:
@@ -141,16 +141,16 @@ def lexical_tiers(freqs: Mapping[str, float | None], bank: int, want: int) -> li
     if not common:
         return [_tsquery(rare)] if rare else []
     kept = common[:MAX_COMMON]
-    at_least = np.zeros(len(kept) + 1)  # P(a row holds exactly i of them), independently
-    at_least[0] = 1.0
+    exactly = np.zeros(len(kept) + 1)  # P(a row holds exactly i of them), independently
+    exactly[0] = 1.0
     for f in (freqs[t] for t in kept):
-        at_least[1:] = at_least[1:] * (1 - f) + at_least[:-1] * f
-        at_least[0] *= 1 - f
-    at_least = np.cumsum(at_least[::-1])[::-1]  # now P(at least i)
+        exactly[1:] = exactly[1:] * (1 - f) + exactly[:-1] * f
+        exactly[0] *= 1 - f
+    at_least = np.cumsum(exactly[::-1])[::-1]
     start = max([k for k in range(1, len(kept) + 1) if bank * at_least[k] >= want] or [1])
     out = []
     for k in range(start, 1, -1):
-        out.append(" | ".join([*(f"'{t}'" for t in rare),
+        out.append(" | ".join([*([_tsquery(rare)] if rare else []),
                                *(f"({_tsquery(c, ' & ')})" for c in combinations(kept, k))]))
     return [*out, _tsquery([*rare, *common])]
 
@@ -384,7 +384,7 @@ class PostgresStore(SQLStore):
         """Top-`k` memories by cosine of their best vector, computed by pgvector in SQL.
 
         An exact scan of the user's vectors (the user filter makes an approximate index
-        unreliable); `ReflectiveMemory.search` uses the in-process snapshot instead.
+        unreliable); searches use `rmm_core.dbsearch` or the in-process index instead.
         """
         q = np.asarray(query, dtype=np.float32)
         return [(mid, float(sim)) for mid, sim in self._read(
