@@ -7,6 +7,7 @@ user's vectors and every process sees every other's writes at its next search.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,8 +30,9 @@ from .storage.base import DatabaseSearch, SignalRow, Store
 from .tokens import tokenize
 
 AUTO_MIN_MEMORIES = 20_000
-"""`search_backend="auto"` searches a user's bank in the database from this many memories
-(README: at 100,000 in-database search is slower per query but needs no load of the bank)."""
+"""`search_backend="auto"` searches a user's bank in the database from this many memories:
+there, loading and indexing it in a process before its first search (4 s, 350 MB more)
+costs as much as about 15 searches' extra time in the database (docs/postgres.md)."""
 
 SAMPLE = Z_SAMPLE // 4
 """Memories spread over the bank whose signals give their mean and spread (each costs the
@@ -50,6 +52,7 @@ class DatabaseSearcher:
         self.backend = backend
         self._sizes: dict[str, tuple[int, int]] = {}
         """user → (generation, bank size): `auto` reads the size once per change."""
+        self._lock = threading.Lock()
 
     def prepare(self, dim: int | None) -> None:
         """Create the database's search indexes (on open) when searches may use them."""
@@ -69,9 +72,10 @@ class DatabaseSearcher:
         cached = self._sizes.get(user_id)
         if cached is None or cached[0] != generation:
             cached = (generation, self.store.search_size(user_id))
-            self._sizes[user_id] = cached
-            while len(self._sizes) > 10_000:
-                self._sizes.pop(next(iter(self._sizes)))
+            with self._lock:
+                self._sizes[user_id] = cached
+                while len(self._sizes) > 10_000:
+                    self._sizes.pop(next(iter(self._sizes)))
         return cached[1]
 
     def candidates(self, user_id: str, query: str, query_vec: np.ndarray, top: int,
