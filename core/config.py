@@ -71,6 +71,11 @@ class MemoryConfig(BaseModel):
     immediate_recall: bool = Field(
         True, description="Search also returns turns not yet reflected, as provisional hits "
                           "(id `turn:<turn id>`, attrs['provisional']).")
+    search_backend: Literal["auto", "process", "database"] = Field(
+        "auto", description="Where search runs: 'process' (an index of each user's bank in "
+                            "this process), 'database' (PostgreSQL: pgvector HNSW and full-text "
+                            "search in the server, nothing loaded), 'auto' (the database for "
+                            "banks of 20,000 memories or more on PostgreSQL, else in process).")
     synchronous: Literal["NORMAL", "FULL"] = Field(
         "NORMAL", description="SQLite durability: NORMAL survives a process crash, FULL a "
                               "power loss too (slower commits). PostgreSQL: the server's own.")

@@ -141,7 +141,8 @@ class Scale:
     """Mean and spread of each signal over the bank, as one search z-scored them: items
     scored outside the index (provisional turns) are put on the same scale with it."""
 
-    lexical: tuple[float, float]
+    lexical: tuple[float, float] | None
+    """None: the items' own (their lexical score is not on the bank's scale)."""
     unit: tuple[float, float]
     turn: tuple[float, float]
     fused: float | None = None
@@ -156,7 +157,7 @@ class Scale:
              assistant: np.ndarray) -> np.ndarray:
         """The fused score of items with one vector each (it is their unit and turn vector),
         lowered like the bank's for items only the assistant wrote; no neighbour smoothing."""
-        fused = (weights.lexical * _scaled(lexical, self.lexical)
+        fused = (weights.lexical * _scaled(lexical, self.lexical or _stats(lexical))
                  + weights.dense * _scaled(dense, self.unit)
                  + weights.turn * _scaled(dense, self.turn))
         spread = self.fused if self.fused is not None else _stats(fused)[1]
@@ -369,6 +370,22 @@ class UserIndex:
         order = np.argsort(-fused, kind="stable")[:top]
         return Candidates(pool[order], fused[order],
                           Scale(lexical_stats, unit_stats, (mean, std), spread))
+
+
+def fuse_pool(weights: FusionWeights, scale: Scale, lexical: np.ndarray, unit: np.ndarray,
+              turn: np.ndarray, assistant: np.ndarray, prev: np.ndarray,
+              nxt: np.ndarray) -> tuple[np.ndarray, float]:
+    """The fused scores of a pool of memories scored outside a `UserIndex` (in a database),
+    as `UserIndex.search` fuses its pool: signals z-scored on `scale`, neighbours smoothed
+    (`prev`/`nxt`: pool indices of each one's same-session neighbours, -1 for none), the
+    assistant prior; and the spread of the fused scores."""
+    fused = (weights.lexical * _scaled(lexical, scale.lexical or _stats(lexical))
+             + weights.dense * _scaled(unit, scale.unit)
+             + weights.turn * _scaled(turn, scale.turn))
+    if weights.smoothing:
+        fused = _smooth(fused, np.arange(len(fused)), prev, nxt, weights.smoothing)
+    spread = _stats(fused)[1]
+    return fused - weights.assistant * spread * assistant, spread
 
 
 def _mask(n: int, positions: np.ndarray) -> np.ndarray:

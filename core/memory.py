@@ -20,6 +20,7 @@ from .attribute import CitedAnswer, answer_with_citations
 from .compress import Compressor
 from .config import MemoryConfig, unit_words
 from .context import hit_text
+from .dbsearch import DatabaseSearcher
 from .embed import Embedder, default_embedder
 from .errors import DuplicateTurnError, FeedbackError, InvalidInputError, NotFoundError, RMMError
 from .extract import Extractor
@@ -97,11 +98,14 @@ class ReflectiveMemory:
 
             self._reflector.after_commit = keeper_for(store, self.embedder, self.config,
                                                       self.llm)
+        self._database = DatabaseSearcher(store, self._weights, self.config.search_backend)
         self._reranker = LearnedReranker(store, self.config)
         self._open_turns = OpenTurns(store, self.embedder, unit_words=unit_words(self.config),
                                      stemmer=self._stemmer)
         self._last_sweep: dict[str, float] = {}
         _check_dimension(store, self.embedder)
+        if not store.read_only:
+            self._database.prepare(getattr(self.embedder, "dim", None))
         self._worker: ReflectionWorker | None = None
         if store.read_only:  # a read-only store is searched as it is
             return
@@ -394,16 +398,20 @@ class ReflectiveMemory:
         opened = [(t, m) for t, m in self._open_turns.open(user_id)
                   if t.session_id != session_id and t.text.strip() != query.strip()
                   and matches(m, wanted)] if self.config.immediate_recall else []
-        index = self._index(user_id)
-        if not len(index) and not opened:
+        index = None if self._database.wanted(user_id) else self._index(user_id)
+        if index is not None and not len(index) and not opened:
             return result
         query_vec = self.embedder.embed([query])[0]
         top = max(k, self.config.candidates)
-        found, scale = self._memory_candidates(user_id, index, query, query_vec, top, wanted)
+        if index is None:
+            found, scale = self._database_candidates(user_id, query, query_vec, top, wanted)
+        else:
+            found, scale = self._memory_candidates(user_id, index, query, query_vec, top,
+                                                   wanted)
         covered = {r for m, _, _ in found for r in m.refs}
         found += [(p.memory, p.score, p.vectors) for p in self._open_turns.score(
             user_id, [(t, m) for t, m in opened if t.id not in covered], query, query_vec,
-            self._weights, scale, index.corpus if scale else None, top)]
+            self._weights, scale, index.corpus if scale and index is not None else None, top)]
         found = sorted(found, key=lambda item: -item[1])[:top]
         candidates = [MemoryHit(m, float(score), hit_text(m, dates=self.config.context_dates),
                                 rank) for rank, (m, score, _) in enumerate(found)]
@@ -442,6 +450,17 @@ class ReflectiveMemory:
         return [(stored[index.ids[p]], float(score), index.rows_of(p))
                 for p, score in zip(found.positions, found.fused)
                 if index.ids[p] in stored], found.scale
+
+    def _database_candidates(self, user_id: str, query: str, query_vec: np.ndarray, top: int,
+                             wanted: Mapping[str, Any]
+                             ) -> tuple[list[Candidate], Scale | None]:
+        """`_memory_candidates` searched inside the database (`search_backend`)."""
+        found, scale = self._database.candidates(user_id, query, query_vec, top, wanted)
+        ids = [mid for mid, _ in found]
+        stored = {m.id: m for m in self.store.memories(user_id, ids)}
+        rows = self.store.memory_vectors(user_id, ids)
+        return [(stored[mid], score, rows[mid]) for mid, score in found
+                if mid in stored and mid in rows], scale
 
     def feedback(self, result: SearchResult, cited: Sequence[str]) -> None:
         """One REINFORCE step from the memories an answer cited (retrospective reflection).

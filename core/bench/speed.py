@@ -35,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=5, help="hits per search")
     parser.add_argument("--db", default=None, help="store (default: a temporary SQLite file)")
     parser.add_argument("--postgres", nargs="?", const="auto", default=None, metavar="URL",
-                        help="also time PostgreSQL + pgvector beside SQLite in the same run "
-                             "(no URL: start a throw-away server with pgserver)")
+                        help="on PostgreSQL + pgvector instead: in-database search beside "
+                             "in-process search of one bank (no URL: start a throw-away "
+                             "server with pgserver)")
 
 
 def synthetic_bank(n: int, embedder: Embedder, *, turns: int = 2,

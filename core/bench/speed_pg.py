@@ -1,12 +1,16 @@
-"""Speed on both backends in one run: ingest and search on SQLite and PostgreSQL + pgvector.
+"""`rmm bench speed --postgres`: in-database search beside in-process search, one bank, one run.
 
-`run_speed_postgres` fills the same synthetic bank into each store and times
-`ReflectiveMemory.search` (in-process faiss + BM25 snapshot, refreshed by generation) and,
-for PostgreSQL, vector search inside the database (`PostgresStore.vector_search`).
+One synthetic bank goes into PostgreSQL + pgvector; the same queries are searched with
+`search_backend="process"` (each process loads the user's bank into its own index) and
+`"database"` (pgvector HNSW and full-text search in the server, `rmm_core.dbsearch`). Also
+timed: the first search of a fresh process on each backend, and pgvector's exact scan alone.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -16,7 +20,24 @@ import numpy as np
 
 from ..embed import default_embedder
 from ..memory import ReflectiveMemory
-from .speed import _WORDS, fill, synthetic_bank
+from .speed import _WORDS, _timed, fill, synthetic_bank
+
+_FRESH = """
+import json, sys, time
+t0 = time.perf_counter()
+from rmm_core import ReflectiveMemory
+mem = ReflectiveMemory.open(sys.argv[1], search_backend=sys.argv[2], session_idle_timeout=None)
+t1 = time.perf_counter()
+mem.search(sys.argv[4], user_id=sys.argv[3], k=5)
+t2 = time.perf_counter()
+mem.search(sys.argv[5], user_id=sys.argv[3], k=5)
+t3 = time.perf_counter()
+peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM"))
+print(json.dumps({"open_s": t1 - t0, "first_ms": 1000 * (t2 - t1), "second_ms": 1000 * (t3 - t2),
+                  "rss_mb": int(peak.split()[1]) / 1024}))
+"""
+"""A fresh process: open, first search, second search, peak RSS (of this program: unlike
+`ru_maxrss`, `VmHWM` does not carry the parent's from before `exec`)."""
 
 
 def local_postgres() -> tuple[str, Any]:
@@ -31,44 +52,20 @@ def local_postgres() -> tuple[str, Any]:
     return server.get_uri(), server
 
 
-def _time_backend(target: str, texts: list[str], vectors: np.ndarray, queries: list[str],
-                  k: int, embedder: Any, db_queries: int) -> dict[str, float]:
-    mem = ReflectiveMemory.open(target, embedder=embedder, progress=False,
-                                session_idle_timeout=None)
-    user = f"speed-{len(texts)}"
-    mem.forget(user_id=user)
-    t0 = time.perf_counter()
-    fill(mem, user, texts, vectors)
-    out = {"ingest_s": time.perf_counter() - t0}
-    t0 = time.perf_counter()
-    mem.search(queries[0], user_id=user, k=k)
-    out["index_build_s"] = time.perf_counter() - t0
-    qvecs = embedder.embed(queries[:db_queries])
-    search_ms, db_ms = [], []
-    for q in queries:
-        t0 = time.perf_counter()
-        mem.search(q, user_id=user, k=k)
-        search_ms.append(1000 * (time.perf_counter() - t0))
-    if hasattr(mem.store, "vector_search"):
-        for qv in qvecs[:db_queries]:
-            t0 = time.perf_counter()
-            mem.store.vector_search(user, qv, mem.config.candidates)
-            db_ms.append(1000 * (time.perf_counter() - t0))
-        out["db_vector_p50_ms"], out["db_vector_p95_ms"] = np.percentile(db_ms, [50, 95])
-    out["search_p50_ms"], out["search_p95_ms"] = np.percentile(search_ms, [50, 95])
-    mem.forget(user_id=user)
-    mem.close()
-    return {key: float(v) for key, v in out.items()}
+def fresh_process(url: str, backend: str, user: str, queries: list[str]) -> dict[str, float]:
+    """The `_FRESH` figures of a new Python process searching on `backend`."""
+    done = subprocess.run([sys.executable, "-c", _FRESH, url, backend, user, *queries[:2]],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_000,
                        queries: int = 200, k: int = 5, db_queries: int = 20,
-                       sqlite_path: str | None = None,
-                       turns: int = 2) -> dict[str, dict[str, float]]:
-    """Ingest and search figures per backend; starts pgserver when no URL is given.
+                       turns: int = 2) -> dict[str, Any]:
+    """Figures of both search backends on one PostgreSQL bank (pgserver when no URL).
 
-    In-database vector search is an exact scan, so it is timed on `db_queries` queries only.
-    Prints a table and returns {"sqlite": {...}, "postgres": {...}}.
+    pgvector's exact scan (`PostgresStore.vector_search`) is slow, so it is timed on
+    `db_queries` queries only. Prints a table and returns the figures.
     """
     embedder = default_embedder()
     texts, vectors = synthetic_bank(memories, embedder, turns=turns)
@@ -77,25 +74,75 @@ def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_0
     server = None
     if postgres_url is None:
         postgres_url, server = local_postgres()
-    results: dict[str, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        targets = {"sqlite": sqlite_path or str(Path(tmp) / "speed.sqlite"),
-                   "postgres": postgres_url}
-        for name, target in targets.items():
-            results[name] = _time_backend(target, texts, vectors, qs, k, embedder, db_queries)
-    del server
-    _print(results, memories, queries, k)
-    return results
+    user = f"speed-{memories}"
+    common = {"embedder": embedder, "progress": False, "session_idle_timeout": None}
+    process = ReflectiveMemory.open(postgres_url, search_backend="process", **common)
+    out: dict[str, Any] = {"memories": memories, "queries": queries, "k": k}
+    database = None
+    try:
+        process.forget(user_id=user)
+        t0 = time.perf_counter()
+        fill(process, user, texts, vectors)
+        out["ingest_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()  # an existing store's first open for in-database search
+        database = ReflectiveMemory.open(postgres_url, search_backend="database", **common)
+        out["index_build_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        process.search(qs[0], user_id=user, k=k)
+        out["process_load_s"] = time.perf_counter() - t0
+        database.search(qs[0], user_id=user, k=k)  # warm the server's caches
+        # one loop per backend: interleaved, idle library threads would slow the other
+        out["process_ms"] = _timed(lambda q: process.search(q, user_id=user, k=k), qs)
+        out["database_ms"] = _timed(lambda q: database.search(q, user_id=user, k=k), qs)
+        out["embed_ms"] = _timed(lambda q: embedder.embed([q]), qs)
+        qvecs = embedder.embed(qs[:db_queries])
+        out["exact_scan_ms"] = _timed(
+            lambda v: database.store.vector_search(user, v, database.config.candidates), qvecs)
+        out["agreement"], out["top1"] = _agreement(process, database, user, qs[:100])
+        for name in ("process", "database"):
+            out[f"fresh_{name}"] = fresh_process(postgres_url, name, user, qs[1:])
+        database.forget(user_id=user)
+    finally:
+        process.close()
+        if database is not None:
+            database.close()
+        del server
+    _print(out)
+    return out
 
 
-def _print(results: dict[str, dict[str, float]], memories: int, queries: int, k: int) -> None:
-    print(f"bank: {memories} memories; {queries} queries, k={k}")
-    cols = ("ingest_s", "index_build_s", "search_p50_ms", "search_p95_ms", "db_vector_p50_ms",
-            "db_vector_p95_ms")
-    print(f"{'backend':<10}" + "".join(f"{c:>18}" for c in cols))
-    for name, row in results.items():
-        print(f"{name:<10}" + "".join(f"{row[c]:>18.2f}" if c in row else f"{'-':>18}"
-                                      for c in cols))
-    if {"sqlite", "postgres"} <= set(results):
-        ratio = results["postgres"]["search_p50_ms"] / results["sqlite"]["search_p50_ms"]
-        print(f"search p50 postgres / sqlite: {ratio:.2f}x")
+def _agreement(process: ReflectiveMemory, database: ReflectiveMemory, user: str,
+               queries: list[str]) -> tuple[float, float]:
+    """Mean share of in-process top candidates that in-database search also ranks top, and
+    how often both put the same memory first."""
+    shares, same = [], []
+    for q in queries:
+        a = [c.memory.id for c in process.search(q, user_id=user).candidates]
+        b = [c.memory.id for c in database.search(q, user_id=user).candidates]
+        shares.append(len(set(a) & set(b)) / max(len(a), 1))
+        same.append(bool(a) and bool(b) and a[0] == b[0])
+    return float(np.mean(shares)), float(np.mean(same))
+
+
+def _print(out: dict[str, Any]) -> None:
+    print(f"bank: {out['memories']} memories on PostgreSQL; write {out['ingest_s']:.1f} s, then "
+          f"HNSW + full-text indexes built on open {out['index_build_s']:.1f} s; "
+          f"{out['queries']} queries, k={out['k']}")
+    print(f"{'':<42}{'p50 ms':>10}{'p95 ms':>10}")
+    for label, key in (("search in process (index in this process)", "process_ms"),
+                       ("search in database (pgvector HNSW + FTS)", "database_ms"),
+                       ("  query embedding (in both)", "embed_ms"),
+                       ("pgvector exact scan alone (no FTS)", "exact_scan_ms")):
+        p50, p95 = np.percentile(out[key], [50, 95])
+        print(f"{label:<42}{p50:>10.2f}{p95:>10.2f}")
+    ratio = np.median(out["database_ms"]) / np.median(out["process_ms"])
+    print(f"in-database / in-process search p50: {ratio:.2f}x; in-process load + index "
+          f"before its first search: {out['process_load_s']:.1f} s")
+    print(f"top-20 candidates of in-process search also in the in-database top 20: "
+          f"{100 * out['agreement']:.1f}%; same first candidate: {100 * out['top1']:.1f}% "
+          "(100 queries)")
+    for name in ("process", "database"):
+        f = out[f"fresh_{name}"]
+        print(f"fresh process, {name:<8}: open {f['open_s']:.1f} s, first search "
+              f"{f['first_ms']:.0f} ms, second {f['second_ms']:.1f} ms, peak RSS "
+              f"{f['rss_mb']:.0f} MB")

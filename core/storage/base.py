@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -109,6 +109,41 @@ class IndexData:
     """Each memory's metadata, in `ids` order (what search filters match)."""
     speakers: list[list[str]] = field(default_factory=list)
     """Who wrote each memory's turns, in `ids` order."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignalRow:
+    """A memory's search signals as a database computed them (`DatabaseSearch`)."""
+
+    id: str
+    speakers: str
+    """Who wrote it (the stored JSON list)."""
+    lexical: float
+    unit: float
+    turn: float | None = None
+    prev: str | None = None
+    """Its previous memory in the user's order, when of the same session."""
+    next: str | None = None
+
+
+@runtime_checkable
+class DatabaseSearch(Protocol):
+    """A store that searches inside its database (`rmm_core.dbsearch` fuses what it gives)."""
+
+    def prepare_search(self, dim: int) -> None: ...
+
+    def search_size(self, user_id: str) -> int: ...
+
+    def search_shortlist(self, user_id: str, terms: Sequence[str], query: np.ndarray,
+                         filters: Mapping[str, Sequence[Any]], *, dense: int, lexical: int,
+                         expected: int) -> list[SignalRow]: ...
+
+    def search_sample(self, user_id: str, terms: Sequence[str], query: np.ndarray,
+                      size: int) -> np.ndarray: ...
+
+    def search_pool(self, user_id: str, ids: Sequence[str], terms: Sequence[str],
+                    query: np.ndarray, filters: Mapping[str, Sequence[Any]]
+                    ) -> list[SignalRow]: ...
 
 
 class Store(ABC):

@@ -1,0 +1,186 @@
+"""In-database search on PostgreSQL (`search_backend`): real server (pgserver), real embedder.
+
+No LLM is involved: memories come from `add` (facts) and the LLM-free pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from backends import run_sql, split_target
+from pydantic import ValidationError
+
+from rmm_core import InvalidInputError, ReflectiveMemory
+from rmm_core.storage.base import NewMemory
+from rmm_core.storage.postgres import lexical_tiers
+from rmm_core.storage.sql import new_memory_id
+from rmm_core.types import Memory
+
+pytestmark = pytest.mark.backends
+on_postgres = pytest.mark.parametrize("store_target", ["postgres"], indirect=True)
+
+FACTS = {
+    "dog": "I adopted a puppy named Rex last spring",
+    "sister": "My sister lives in Lisbon and works as a nurse",
+    "marathon": "I am training for the Berlin marathon in October",
+    "house": "We bought an old house with a big garden",
+    "piano": "I play jazz piano in a band on weekends",
+    "food": "My favourite food is the salmon sushi from the place downtown",
+}
+QUERIES = {
+    "dog": "what is the name of my dog",
+    "sister": "where does my sister live",
+    "marathon": "which race am I running this year",
+    "house": "tell me about our home and garden",
+    "piano": "what instrument do I play",
+    "food": "what do I like to eat",
+}
+
+
+def _fill(mem: ReflectiveMemory, user: str = "u") -> dict[str, str]:
+    """The facts as memories (topic → memory id), plus a two-speaker session."""
+    ids = {topic: mem.add(text, user_id=user)[0].id for topic, text in FACTS.items()}
+    mem.add_session([{"speaker": "user", "text": "I started a pottery class at the community "
+                                                 "centre, shaping clay on the wheel"},
+                     {"speaker": "assistant", "text": "Enjoy the wheel and the kiln!"}],
+                    user_id=user)
+    return ids
+
+
+def _indexes(target: str) -> set[str]:
+    import psycopg
+
+    base, schema = split_target(target)
+    with psycopg.connect(base) as conn:
+        return {r[0] for r in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,))}
+
+
+@on_postgres
+def test_database_search_ranks_the_relevant_memory_first_like_in_process(open_memory):
+    ids = _fill(open_memory(search_backend="database"))  # reflection reads the bank itself
+    database = open_memory(search_backend="database")
+    process = open_memory(search_backend="process")
+    for topic, query in QUERIES.items():
+        in_db = database.search(query, user_id="u", k=3)
+        assert in_db.hits[0].memory.id == ids[topic], (query, in_db.hits[0].text)
+        assert process.search(query, user_id="u", k=3).hits[0].memory.id == ids[topic]
+    clay = database.search("what do I make out of clay", user_id="u", k=1).hits[0]
+    assert "pottery" in clay.text and clay.refs  # a reflected memory with its source turns
+    # searching loaded nothing into this instance: its in-process index cache stayed empty
+    assert database._indexes == {} and process._indexes
+
+
+@on_postgres
+def test_filters_deletes_forget_and_users_are_applied_in_sql(open_memory):
+    mem = open_memory(search_backend="database")
+    a = mem.add("I keep bees in the garden", user_id="u", agent_id="a", metadata={"n": 1})[0]
+    b = mem.add("I keep bees on the roof", user_id="u", agent_id="b", metadata={"n": True})[0]
+    c = mem.add("I keep bees at the farm", user_id="u", metadata={"n": 1.0})[0]
+    mem.add("I keep bees at my cottage", user_id="other")
+    ids = lambda **kw: {h.memory.id for h in mem.search("bees", user_id="u", k=10, **kw)}  # noqa: E731
+    assert ids() == {a.id, b.id, c.id}
+    assert ids(agent_id="a") == {a.id}
+    assert ids(filters={"agent_id": ["a", "b"]}) == {a.id, b.id}
+    assert ids(filters={"n": 1}) == {a.id, c.id}  # 1 == 1.0, but True is not 1
+    assert ids(filters={"n": True}) == {b.id}
+    assert ids(filters={"agent_id": "zzz"}) == set()
+    mem.delete(a.id, user_id="u")
+    assert ids() == {b.id, c.id}
+    mem.forget(user_id="u")
+    assert ids() == set()
+    assert [h.text for h in mem.search("bees", user_id="other")] and mem._indexes == {}
+
+
+@on_postgres
+def test_search_indexes_are_created_on_open_of_an_existing_store_and_again_idempotently(
+        open_memory, store_target):
+    old = open_memory(search_backend="process")  # a schema-5 store as the last release left it
+    ids = _fill(old)
+    old.close()
+    run_sql(store_target, ["DROP INDEX IF EXISTS memories_tsv",
+                           "DROP INDEX IF EXISTS memory_vectors_hnsw_384",
+                           "ALTER TABLE memories DROP COLUMN IF EXISTS tsv"])
+    assert not {"memories_tsv", "memory_vectors_hnsw_384"} & _indexes(store_target)
+    mem = open_memory(search_backend="database")
+    assert {"memories_tsv", "memory_vectors_hnsw_384"} <= _indexes(store_target)
+    assert mem.search(QUERIES["sister"], user_id="u").hits[0].memory.id == ids["sister"]
+    again = open_memory(search_backend="database")  # indexes present: nothing to do
+    assert again.search(QUERIES["piano"], user_id="u").hits[0].memory.id == ids["piano"]
+    new = again.add("I collect vintage fountain pens", user_id="u")[0]  # kept on write
+    assert mem.search("fountain pens", user_id="u").hits[0].memory.id == new.id
+
+
+@on_postgres
+def test_another_process_searching_in_the_database_sees_writes_both_ways(open_memory,
+                                                                         store_target):
+    mem = open_memory(search_backend="database")
+    mem.add("My cat Miso sleeps on the bookshelf", user_id="u")
+    child = textwrap.dedent("""
+        import json, sys
+        from rmm_core import ReflectiveMemory
+        mem = ReflectiveMemory.open(sys.argv[1], search_backend="database")
+        seen = mem.search("where does my cat sleep", user_id="u", k=1).hits[0].text
+        mem.add("I grow chili peppers on the balcony", user_id="u")
+        print(json.dumps({"seen": seen, "cached": len(mem._indexes)}))
+    """)
+    done = subprocess.run([sys.executable, "-c", child, store_target], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "Miso" in out["seen"] and out["cached"] == 0
+    assert "chili" in mem.search("what grows on my balcony", user_id="u", k=1).hits[0].text
+
+
+@pytest.mark.parametrize("store_target", ["sqlite"], indirect=True)
+def test_search_backend_setting_is_validated(store_target, embedder):
+    with pytest.raises(InvalidInputError, match="search_backend='database'"):
+        ReflectiveMemory.open(store_target, embedder=embedder, search_backend="database")
+    with pytest.raises(ValidationError):
+        ReflectiveMemory.open(store_target, embedder=embedder, search_backend="server")
+    with ReflectiveMemory.open(store_target, embedder=embedder) as mem:  # auto: in process
+        mem.add("I keep bees", user_id="u")
+        assert mem.search("bees", user_id="u").hits and mem._indexes
+
+
+@on_postgres
+def test_a_user_with_a_small_share_of_the_table_is_searched_exactly(open_memory, embedder):
+    """pgvector filters an HNSW scan by user after the scan: when another user's vectors
+    fill it, the search falls back to an exact scan of this user's vectors."""
+    mem = open_memory(search_backend="database")
+    query = embedder.embed(["zebra stripes"])[0]
+    rng = np.random.default_rng(0)
+    crowd = query + 0.05 * rng.standard_normal((700, query.shape[0])).astype(np.float32)
+    _add_with_vectors(mem, "crowd", [f"crowd note {i}" for i in range(700)], crowd)
+    away = rng.standard_normal((3, query.shape[0])).astype(np.float32)
+    mine = _add_with_vectors(mem, "me", ["my boat is blue", "I sail on Sundays",
+                                         "the harbour is small"], away)
+    # as on a table where the user's share is misjudged: the planner takes the HNSW order
+    mem.store._live().execute("SET enable_sort = off")
+    assert {h.memory.id for h in mem.search("zebra stripes", user_id="me", k=3)} == set(mine)
+
+
+def _add_with_vectors(mem: ReflectiveMemory, user: str, texts: list[str],
+                      vectors: np.ndarray) -> list[str]:
+    """Memories with the given own vectors, written straight into the store."""
+    vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    adds = [NewMemory(Memory(id=new_memory_id(), user_id=user, text=t, key=t, refs=[]),
+                      v[None, :])
+            for t, v in zip(texts, vectors)]
+    return [m.id for m in mem.store.add_memories(user, adds, source="direct")]
+
+
+def test_the_lexical_shortlist_tries_memories_holding_several_common_words_first():
+    common = dict.fromkeys(["paint", "hike", "sushi", "garden", "dog", "tea"], 0.15)
+    tiers = lexical_tiers({**common, "zebra": None}, bank=100_000, want=2000)
+    # 4.7% of the bank holds 3 of 6 words that each 15% hold (enough), 0.6% holds 4 (not)
+    assert [t.count("&") for t in tiers] == [2 * 20, 1 * 15, 0]
+    assert all("'zebra'" in t for t in tiers) and tiers[-1].count("|") == 6
+    assert lexical_tiers({"zebra": None, "okapi": 0.001}, bank=100_000, want=2000) == [
+        "'zebra' | 'okapi'"]
+    assert lexical_tiers({}, bank=10, want=5) == []
