@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from rmm_core import InvalidInputError, ReflectiveMemory
 from rmm_core.storage.base import NewMemory
 from rmm_core.storage.postgres import lexical_tiers
-from rmm_core.storage.sql import new_memory_id
+from rmm_core.types import new_memory_id
 from rmm_core.types import Memory
 
 pytestmark = pytest.mark.backends
