@@ -75,6 +75,16 @@ class MemoryConfig(BaseModel):
         "NORMAL", description="SQLite durability: NORMAL survives a process crash, FULL a "
                               "power loss too (slower commits). PostgreSQL: the server's own.")
     progress: bool | None = Field(None, description="tqdm bars for bulk ingest; None = on a TTY.")
+    reranker: str = Field(
+        "features", description="features (the hand-set fusion plus learned weights over a "
+                                "dozen retrieval and memory signals) | rmm (the paper's "
+                                "bilinear maps over embeddings) | none (the hand-set fusion "
+                                "alone; feedback records nothing).")
+    reranker_weights: str | None = Field(
+        "shipped", description="Where reranker='features' starts, in every scope: 'shipped' "
+                               "(pre-trained weights packaged with the library), None (zero: "
+                               "the hand-set fusion) or the path of a weights file written by "
+                               "`rmm bench rerank --save-weights`.")
     reranker_scope: Literal["global", "user"] = Field(
         "global", description="One reranker learnt from every user's feedback, or one per user.")
     reranker_learning_rate: float = Field(1e-3, gt=0, le=1.0, description="REINFORCE step size.")
