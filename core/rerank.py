@@ -134,13 +134,18 @@ class HandSet:
         return [float((np.asarray(v) @ query_vec).max()) for v in vectors]
 
 
+def start_weights(setting: str | None) -> FeatureWeights | None:
+    """`reranker_weights` read: "shipped", None (zero) or a weights file's path."""
+    if setting == "shipped":
+        return shipped_weights()
+    return None if setting is None else load_weights(setting)
+
+
 def _features(config: MemoryConfig) -> Scorer:
     speakers = frozenset(s.casefold() for s in config.assistant_speakers)
-    start = {"shipped": shipped_weights, None: lambda: None}.get(
-        config.reranker_weights, lambda: load_weights(config.reranker_weights))()
+    start = start_weights(config.reranker_weights)
     return FeatureRanker(FeatureScorer(
-        temperature=config.reranker_temperature, baseline=config.reranker_baseline,
-        rng=np.random.default_rng(config.reranker_seed),
+        temperature=config.reranker_temperature, rng=np.random.default_rng(config.reranker_seed),
         assistant_only=lambda names: bool(names) and all(n.casefold() in speakers
                                                          for n in names)), start)
 
@@ -159,6 +164,10 @@ RERANKERS: dict[str, Callable[[MemoryConfig], Scorer]] = {
 }
 """`MemoryConfig.reranker` -> the scorer it builds."""
 
+LEARNING_RATES = {"features": 1e-2, "rmm": 1e-3}
+"""Each learning scorer's step size when `reranker_learning_rate` is None (measured, README;
+the paper's 1e-3 moves a dozen feature weights too little in a few hundred steps)."""
+
 
 class LearnedReranker:
     """What `ReflectiveMemory` calls: rerank a search's candidates, learn from its citations.
@@ -173,7 +182,8 @@ class LearnedReranker:
         self.store = store
         self.scope = config.reranker_scope
         self.scorer = RERANKERS[config.reranker](config)
-        self.weights = WeightStore(store, learning_rate=config.reranker_learning_rate,
+        rate = config.reranker_learning_rate or LEARNING_RATES.get(config.reranker, 0.0)
+        self.weights = WeightStore(store, learning_rate=rate,
                                    batch=config.reranker_batch,
                                    cache_bytes=config.reranker_cache_bytes,
                                    model=self.scorer.model, cache=cache) \

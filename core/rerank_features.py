@@ -1,4 +1,5 @@
-"""The feature reranker (`reranker="features"`): the hand-set fused score plus w . phi.
+"""The feature reranker (`reranker="features"`): the hand-set fused score (z-scored over the K
+candidates) plus w . phi.
 
 phi holds a dozen signals the retriever already has or a memory carries (its cosines, word,
 name and number overlap with the question, dates for "when" questions, speaker, length,
@@ -15,32 +16,37 @@ import struct
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .errors import InvalidInputError, StorageError
 from .rerank_policy import Ranking, logit_gradient, select, zscore
-from .types import MemoryHit
+from .types import Memory, MemoryHit
 
 FEATURES = (
-    "fused",  # the hand-set fused score, z over the K candidates (w scales its confidence)
     "dense",  # cosine of the query and the memory's own vector, z
     "turn",  # best cosine of the query and the memory's turn vectors, z
     "overlap",  # share of the query's content words the memory holds
+    "bigram",  # share of the query's pairs of neighbouring content words the memory holds
     "names",  # share of the query's capitalised names the memory holds
+    "speaker",  # share of the query's capitalised names among the memory's speakers
     "numbers",  # the memory holds a number of the query
     "when_date",  # the query asks when and the memory speaks of a time
     "date",  # the memory speaks of a time
+    "date_match",  # the query names a month or year and the memory happened then
     "assistant",  # only the assistant's words
     "provisional",  # a turn not reflected yet
     "words",  # log of the memory's words, z
     "recency",  # its date's rank among the candidates', 0 (oldest) .. 1 (newest)
+    "session",  # how much of the candidates' fused score its session holds, z
 )
 """The features, in the order of the weights."""
 
-PER_ITEM = ("overlap", "names", "numbers", "when_date", "date")
+PER_ITEM = ("overlap", "bigram", "names", "numbers", "when_date", "date")
 """Features of one text alone (no other candidate, no retrieval signal needed)."""
 
 COSINE_SPREAD = 0.1
@@ -62,6 +68,8 @@ _NAME = re.compile(r"\b[A-Z][\w'-]+")
 _ASKS_WHEN = re.compile(
     r"\bwhen\b|\bhow long\b|\bwhat (?:date|day|year|month|time)\b|\bwhich (?:date|day|year|"
     r"month|week)\b|\bhow (?:many|much) (?:days|weeks|months|years)\b", re.IGNORECASE)
+_MONTHS = ("january february march april may june july august september october november "
+           "december").split()
 _TIME = frozenset(
     "yesterday today tomorrow tonight ago last next recently weekend morning evening january "
     "february march april may june july august september october november december jan feb "
@@ -71,45 +79,72 @@ _PREFIX = 5
 """Words are compared by their first letters (a stemmer's poor cousin, at no cost)."""
 
 
-def _stems(words: Sequence[str]) -> set[str]:
-    return {w[:_PREFIX] for w in words if w not in _STOP}
+@dataclass(frozen=True, slots=True)
+class TextTraits:
+    """What the features read of a text: its content-word stems and pairs of neighbouring
+    ones, its numbers, whether it speaks of a time (a date word, a year, a day of the month)
+    and its word count."""
+
+    stems: frozenset[str]
+    pairs: frozenset[tuple[str, str]]
+    numbers: frozenset[str]
+    dated: bool
+    words: int
 
 
 @lru_cache(maxsize=4096)
-def text_traits(text: str) -> tuple[frozenset[str], frozenset[str], bool, int]:
-    """A text's word stems, its numbers, whether it speaks of a time (a date word, a year,
-    a day of the month) and its word count; cached, as the same memories come back search
-    after search."""
+def text_traits(text: str) -> TextTraits:
+    """A text's traits, cached: the same memories come back search after search."""
     words = _WORD.findall(text.lower())
+    content = [w[:_PREFIX] for w in words if w not in _STOP]
     numbers = frozenset(w for w in words if w.isdigit())
     dated = not _TIME.isdisjoint(words) or any(
         (len(n) == 4 and n[:2] in ("19", "20")) for n in numbers) or any(
         w[-2:] in ("st", "nd", "rd", "th") and w[:-2].isdigit() for w in words)
-    return frozenset(_stems(words)), numbers, dated, len(words)
+    return TextTraits(frozenset(content), frozenset(zip(content, content[1:])), numbers, dated,
+                      len(words))
 
 
 @dataclass(frozen=True, slots=True)
 class QueryTraits:
     """What the features need of a query, read once per search."""
 
-    words: frozenset[str]
+    text: TextTraits
     names: frozenset[str]
-    numbers: frozenset[str]
     asks_when: bool
+    months: frozenset[int]
+    years: frozenset[int]
 
     @classmethod
     def of(cls, query: str) -> QueryTraits:
         names = {n.lower()[:_PREFIX] for n in _NAME.findall(query) if n.lower() not in _STOP}
-        stems, numbers, _, _ = text_traits(query)
-        return cls(stems, frozenset(names), numbers, bool(_ASKS_WHEN.search(query)))
+        text = text_traits(query)
+        lower = set(_WORD.findall(query.lower()))
+        return cls(text, frozenset(names), bool(_ASKS_WHEN.search(query)),
+                   frozenset(i + 1 for i, m in enumerate(_MONTHS) if m in lower),
+                   frozenset(int(n) for n in text.numbers if len(n) == 4 and n[:2] in ("19",
+                                                                                      "20")))
 
     def per_item(self, text: str) -> list[float]:
         """The PER_ITEM features of one text."""
-        stems, numbers, dated, _ = text_traits(text)
-        return [len(self.words & stems) / len(self.words) if self.words else 0.0,
-                len(self.names & stems) / len(self.names) if self.names else 0.0,
-                float(not self.numbers.isdisjoint(numbers)), float(dated and self.asks_when),
-                float(dated)]
+        item, query = text_traits(text), self.text
+        return [_share(query.stems, item.stems), _share(query.pairs, item.pairs),
+                _share(self.names, item.stems), float(not query.numbers.isdisjoint(item.numbers)),
+                float(item.dated and self.asks_when), float(item.dated)]
+
+    def date_match(self, when: datetime | None) -> float:
+        """1.0 when the query names a month or a year and `when` falls in it."""
+        if when is None or not (self.months or self.years):
+            return 0.0
+        return float((not self.months or when.month in self.months)
+                     and (not self.years or when.year in self.years))
+
+
+def _share(wanted: frozenset, found: frozenset) -> float:
+    return len(wanted & found) / len(wanted) if wanted else 0.0
+
+
+_COLUMN = {name: i for i, name in enumerate(FEATURES)}
 
 
 def features(query: str, query_vec: np.ndarray, hits: Sequence[MemoryHit],
@@ -118,18 +153,37 @@ def features(query: str, query_vec: np.ndarray, hits: Sequence[MemoryHit],
     """phi of each candidate, (K, len(FEATURES)) float32: `hits` carry the memories,
     `vectors` their rows as indexed (own vector first, then its turns')."""
     traits = QueryTraits.of(query)
-    k = len(hits)
-    out = np.zeros((k, len(FEATURES)), np.float32)
+    memories = [h.memory for h in hits]
+    out = np.zeros((len(hits), len(FEATURES)), np.float32)
+
+    def put(names: Sequence[str], values: Any) -> None:
+        out[:, [_COLUMN[n] for n in names]] = values
+
     dense = np.stack([v[0] for v in vectors]) @ query_vec
     turn = np.array([(v[1:] @ query_vec).max() if len(v) > 1 else d
                      for v, d in zip(vectors, dense)], np.float32)
-    words = np.log1p([text_traits(h.memory.text)[3] for h in hits])
-    out[:, [0, 1, 2, 10]] = zscore(np.stack([fused, dense, turn, words], axis=1))
-    out[:, 3:8] = [traits.per_item(h.memory.text) for h in hits]
-    out[:, 8] = [assistant_only(h.memory.speakers) for h in hits]
-    out[:, 9] = [bool(h.memory.attrs.get("provisional")) for h in hits]
-    out[:, 11] = _recency([h.memory.occurred_at for h in hits])
+    words = np.log1p([text_traits(m.text).words for m in memories])
+    put(("dense", "turn", "words", "session"), zscore(np.stack(
+        [dense, turn, words, _session_mass(memories, zscore(fused))], axis=1)))
+    put(PER_ITEM, [traits.per_item(m.text) for m in memories])
+    put(("speaker", "date_match", "assistant", "provisional", "recency"), np.stack([
+        [_share(traits.names, frozenset(s.lower()[:_PREFIX] for s in m.speakers))
+         for m in memories],
+        [traits.date_match(m.occurred_at) for m in memories],
+        [assistant_only(m.speakers) for m in memories],
+        [bool(m.attrs.get("provisional")) for m in memories],
+        _recency([m.occurred_at for m in memories])], axis=1))
     return out
+
+
+def _session_mass(memories: Sequence[Memory], z: np.ndarray) -> np.ndarray:
+    """Per candidate: the positive fused z-scores of the candidates from its session (its
+    own included): a topic talked over at length in one session."""
+    sessions = [m.session_ids[0] if m.session_ids else m.id for m in memories]
+    mass: dict[str, float] = {}
+    for session, value in zip(sessions, z):
+        mass[session] = mass.get(session, 0.0) + max(float(value), 0.0)
+    return np.array([mass[s] for s in sessions], np.float32)
 
 
 def _recency(dates: list) -> np.ndarray:
@@ -224,11 +278,9 @@ class FeatureScorer:
     """Scores, selects and computes REINFORCE gradients over phi; holds settings, never
     weights. `rng` draws the exploration noise."""
 
-    def __init__(self, *, temperature: float = 0.5, baseline: float = 0.5,
-                 rng: np.random.Generator | None = None,
+    def __init__(self, *, temperature: float = 0.5, rng: np.random.Generator | None = None,
                  assistant_only: Callable[[list[str]], bool] = lambda speakers: False) -> None:
         self.temperature = temperature
-        self.baseline = baseline
         self.rng = rng if rng is not None else np.random.default_rng()
         self.assistant_only = assistant_only
 
@@ -251,10 +303,15 @@ class FeatureScorer:
     def gradient(self, weights: FeatureWeights, ranking: Ranking,
                  rewards: Sequence[float]) -> np.ndarray:
         """dL/dw of the REINFORCE loss: the logits are (z(fused) + phi . w) / T, so it is
-        phi^T dL/dlogits / T."""
+        phi^T dL/dlogits / T.
+
+        The baseline is the mean reward of this result's picks: with RMM's constant 0.5 and
+        most picks uncited, every step pushes down whatever was picked, and the weights learn
+        to sharpen or flatten the exploration instead of which memories get cited (measured,
+        README). A result with all picks cited, or none, teaches nothing."""
         logits = self.scores(weights, ranking.features, ranking.fused) / self.temperature
         d_logits = logit_gradient(logits, ranking.order[: ranking.kept], rewards,
-                                  self.baseline)
+                                  float(np.mean(rewards)) if len(rewards) else 0.0)
         return (ranking.features.T @ d_logits / np.float32(self.temperature)).astype(np.float32)
 
     @staticmethod

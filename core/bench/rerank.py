@@ -65,6 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=1, help="passes over the train questions")
     parser.add_argument("--phases", default="transfer,shipped,online",
                         help="which of transfer, shipped, online to run")
+    parser.add_argument("--online-from", choices=("zero", "shipped"), default="zero",
+                        help="the online deployments' starting weights (reranker=features)")
     parser.add_argument("--plot", default="rerank_curve.png", help="learning-curve PNG ('' off)")
     parser.add_argument("--window", type=int, default=50, help="steps per point of the curve")
     parser.add_argument("--seed", type=int, default=0, help="seed of exploration and shuffling")
@@ -158,12 +160,14 @@ def run(args: argparse.Namespace) -> int:
                     figures["families"][name]["shipped"] = evaluate(mem, convs)
         if "online" in phases:
             for name, convs in held_out.items():
-                with deployment(f"online-{name}", **{"reranker_weights": None, **settings}) \
+                start = None if args.online_from == "zero" else "shipped"
+                with deployment(f"online-{name}", **{"reranker_weights": start, **settings}) \
                         as mem:
                     figures["families"][name]["online"] = online(mem, convs, none[name])
     for name in families:
         if "transfer" in figures:
             figures["families"][name]["transfer"] = figures["transfer"]["after"][name]
+    figures["online_from"] = args.online_from
     print(report(figures))
     if args.plot:
         plot_curves(figures, args.window, args.plot)
@@ -211,8 +215,9 @@ def transfer(deployment, families: dict, settings: dict, args: argparse.Namespac
                         "trained_on": trained_on, "epochs": args.epochs, "seed": args.seed,
                         "settings": settings,
                         "command": "rmm bench rerank " + " ".join(
-                            f"--dataset {n}" for n in args.dataset) + f" --epochs {args.epochs}"
-                                   f" --seed {args.seed} --save-weights PATH"})
+                            f"--dataset {n}={Path(p).name}" for n, p in
+                            _pairs(args.dataset, "--dataset").items())
+                        + f" --epochs {args.epochs} --seed {args.seed} --save-weights PATH"})
         if args.bound_epochs > 0 and kind == "rmm":
             train = [c for tr, _ in families.values() for c in tr]
             test = [c for _, te in families.values() for c in te]
@@ -381,7 +386,8 @@ def report(figures: dict) -> str:
         if "online" in fam:
             rows += [(f"none, 2nd half ({fam['online']['questions']} q)",
                       fam["online"]["none second half"]),
-                     ("online learning, 2nd half", fam["online"]["second half"])]
+                     (f"online from {figures['online_from']}, 2nd half",
+                      fam["online"]["second half"])]
         for label, values in rows:
             base = fam["online"]["none second half"] if label.startswith("online") \
                 else fam["none"]
