@@ -209,3 +209,25 @@ def test_feature_feedback_persists_and_reopens(bank, embedder):
     reread = again._reranker.weights_for("u1", embedder.dim)
     assert reread.steps == len(QUERIES) and np.array_equal(reread.w, learnt.w)
     assert learnt.w.any()
+
+
+# the bench ----------------------------------------------------------------------------------------
+def test_bench_rerank_runs_every_phase_and_saves_loadable_weights(tmp_path, capsys):
+    """`rmm bench rerank` on the small JSONL test file (real embedder): every phase reports,
+    the curves are drawn, and the weights it saves load and name their conversations."""
+    pytest.importorskip("matplotlib")
+    from pathlib import Path
+
+    from rmm_core.cli import main
+
+    data = Path(__file__).parent / "data" / "conversations.jsonl"
+    out, weights, plot = tmp_path / "f.json", tmp_path / "w.json", tmp_path / "c.png"
+    assert main(["bench", "rerank", "--dataset", f"jsonl={data}", "--train", "jsonl=0",
+                 "--test", "jsonl=1", "--json", str(out), "--save-weights", str(weights),
+                 "--plot", str(plot), "--window", "2"]) == 0
+    figures = json.loads(out.read_text())["families"]["jsonl"]
+    assert {"none", "transfer", "shipped", "online"} <= set(figures)
+    assert plot.stat().st_size > 0 and "feedback step: median" in capsys.readouterr().out
+    saved = json.loads(weights.read_text())
+    assert list(saved["trained_on"]) == ["jsonl"] and str(tmp_path) not in saved["command"]
+    assert load_weights(weights).dim == len(FEATURES)

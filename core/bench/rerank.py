@@ -7,9 +7,10 @@ conversation one user, one store), then measures R_any@5 and Rtok@1000 (strict) 
   on the train questions (`--epochs` passes of `search(explore=True)` + `feedback`, all
   families in one shuffled stream), exploration off at scoring;
 - shipped: the packaged pre-trained weights, untouched, against `none` on the held-out ones;
-- online: one deployment per family answering its held-out questions in order (explored
-  search, feedback after each), each question first scored with exploration off, against
-  `none` on the same questions; figures over the second half.
+- online: one deployment per family (from the shipped weights, or zero: `--online-from`)
+  answering its held-out questions in order (explored search, feedback after each), each
+  question first scored with exploration off, against `none` on the same questions; figures
+  over the second half.
 It prints a table per family, the cost of a feedback step and of reranking 20 candidates,
 draws the learning curves (PNG) and can save the trained weights (`--save-weights`: how the
 shipped file is made).
@@ -65,8 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=1, help="passes over the train questions")
     parser.add_argument("--phases", default="transfer,shipped,online",
                         help="which of transfer, shipped, online to run")
-    parser.add_argument("--online-from", choices=("zero", "shipped"), default="zero",
-                        help="the online deployments' starting weights (reranker=features)")
+    parser.add_argument("--online-from", choices=("zero", "shipped"), default="shipped",
+                        help="the online deployments' starting weights (reranker=features; "
+                             "shipped, as a default install)")
     parser.add_argument("--plot", default="rerank_curve.png", help="learning-curve PNG ('' off)")
     parser.add_argument("--window", type=int, default=50, help="steps per point of the curve")
     parser.add_argument("--seed", type=int, default=0, help="seed of exploration and shuffling")
