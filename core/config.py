@@ -77,7 +77,7 @@ class MemoryConfig(BaseModel):
     progress: bool | None = Field(None, description="tqdm bars for bulk ingest; None = on a TTY.")
     reranker: str = Field(
         "features", description="features (the hand-set fusion plus learned weights over a "
-                                "dozen retrieval and memory signals) | rmm (the paper's "
+                                "15 retrieval and memory signals) | rmm (the paper's "
                                 "bilinear maps over embeddings) | none (the hand-set fusion "
                                 "alone; feedback records nothing).")
     reranker_weights: str | None = Field(

@@ -1,7 +1,7 @@
 """Retrospective reflection: rerank a search's candidates and learn from an answer's citations.
 
 `reranker` chooses the scorer from `RERANKERS`: "features" (the hand-set fusion plus learned
-weights over a dozen retrieval and memory signals, pre-trained, the default), "rmm" (the
+weights over a 15 retrieval and memory signals, pre-trained, the default), "rmm" (the
 paper's bilinear maps over embeddings) or "none" (the hand-set fusion alone, learning
 nothing). The scorers' maths live in `rerank_features` and `rerank_bilinear`, the policy
 they share in `rerank_policy`, their stored weights in `rerank_store`.
@@ -166,7 +166,7 @@ RERANKERS: dict[str, Callable[[MemoryConfig], Scorer]] = {
 
 LEARNING_RATES = {"features": 1e-2, "rmm": 1e-3}
 """Each learning scorer's step size when `reranker_learning_rate` is None (measured, README;
-the paper's 1e-3 moves a dozen feature weights too little in a few hundred steps)."""
+the paper's 1e-3 moves 15 feature weights too little in a few hundred steps)."""
 
 
 class LearnedReranker:

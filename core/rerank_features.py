@@ -1,7 +1,7 @@
 """The feature reranker (`reranker="features"`): the hand-set fused score (z-scored over the K
 candidates) plus w . phi.
 
-phi holds a dozen signals the retriever already has or a memory carries (its cosines, word,
+phi holds 15 signals the retriever already has or a memory carries (its cosines, word,
 name and number overlap with the question, dates for "when" questions, speaker, length,
 recency), each standardised so that one learning rate fits them all. w = 0 is exactly the
 hand-set fusion; w is small enough to learn from a few hundred citations and, unlike a map
