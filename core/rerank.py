@@ -122,7 +122,7 @@ class HandSet:
              explore: bool) -> Ranking:
         fused = np.array([h.score for h in hits], np.float32)
         scores = zscore(fused)
-        return Ranking(fused, select(scores, keep, 1.0, np.random.default_rng(0), False),
+        return Ranking(fused, select(scores, keep, 1.0, None, False),
                        min(keep, len(hits)), scores)
 
     def gradient(self, weights: None, ranking: Ranking, rewards: Sequence[float]) -> None:
@@ -189,13 +189,14 @@ class LearnedReranker:
                                    model=self.scorer.model, cache=cache) \
             if self.scorer.model is not None else None
 
-    def _name(self, user_id: str) -> str:
+    def state_name(self, user_id: str) -> str:
+        """The store name of the weights that rank `user_id`'s searches."""
         return WeightStore.name(self.scope, user_id, self.scorer.model.kind)
 
     def _load(self, user_id: str, query_vec: np.ndarray | None) -> Any:
         if self.weights is None:
             return None
-        return self.weights.load(self._name(user_id), self.scorer.dim(query_vec))
+        return self.weights.load(self.state_name(user_id), self.scorer.dim(query_vec))
 
     def weights_for(self, user_id: str, dim: int) -> Any:
         """The newest weights that rank `user_id`'s searches (None with `reranker="none"`);
@@ -213,7 +214,7 @@ class LearnedReranker:
             return [], None
         ranking = self.scorer.rank(self._load(user_id, query_vec), query, query_vec,
                                    candidates, vectors, keep, explore)
-        ranking.name = self._name(user_id) if self.weights is not None else ""
+        ranking.name = self.state_name(user_id) if self.weights is not None else ""
         ranking.user_id = user_id
         ranking.ids = [h.memory.id for h in candidates]
         hits = [MemoryHit(candidates[i].memory, float(ranking.scores[i]), candidates[i].text,

@@ -16,7 +16,7 @@ import struct
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -186,13 +186,16 @@ def _session_mass(memories: Sequence[Memory], z: np.ndarray) -> np.ndarray:
     return np.array([mass[s] for s in sessions], np.float32)
 
 
-def _recency(dates: list) -> np.ndarray:
-    """Each date's rank among the known ones, scaled 0..1; 0.5 where unknown or all equal."""
-    known = sorted({d for d in dates if d is not None})
+def _recency(dates: list[datetime | None]) -> np.ndarray:
+    """Each date's rank among the known ones, scaled 0..1; 0.5 where unknown or all equal.
+    Dates without a zone (a caller's `started_at`) count as UTC, like the stored ones."""
+    stamps = [None if d is None else (d if d.tzinfo else d.replace(tzinfo=timezone.utc))
+              for d in dates]
+    known = sorted({d for d in stamps if d is not None})
     if len(known) < 2:
         return np.full(len(dates), 0.5, np.float32)
     rank = {d: i / (len(known) - 1) for i, d in enumerate(known)}
-    return np.array([rank[d] if d is not None else 0.5 for d in dates], np.float32)
+    return np.array([rank[d] if d is not None else 0.5 for d in stamps], np.float32)
 
 
 _MAGIC, _STEP_MAGIC = b"RMMF", b"RMMG"

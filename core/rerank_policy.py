@@ -26,12 +26,12 @@ class Ranking:
     features: np.ndarray | None = None  # (K, F) the feature scorer's inputs
 
 
-def select(scores: np.ndarray, keep: int, temperature: float, rng: np.random.Generator,
-           explore: bool) -> list[int]:
+def select(scores: np.ndarray, keep: int, temperature: float,
+           rng: np.random.Generator | None, explore: bool) -> list[int]:
     """Candidate positions, the `keep` picked first (Gumbel-top-k over scores / temperature
     when exploring, else the best), then the rest by score."""
     keys = scores / temperature
-    if explore:
+    if explore and rng is not None:
         uniform = rng.random(keys.shape, dtype=np.float32).clip(1e-12, 1 - 1e-7)
         keys = keys - np.log(-np.log(uniform))
     keep = min(keep, len(scores))

@@ -262,7 +262,7 @@ def test_feedback_once_only_and_bad_citations_lose_nothing(bank):
 def test_feedback_that_fails_leaves_the_result_unclaimed(bank):
     res = bank.search("where is the wedding?", user_id="u1", k=2)
     wrong = Weights.zeros(8) if bank.config.reranker == "rmm" else FeatureWeights.zeros(3)
-    bank.store.save_state(bank._reranker._name("u1"), 0, wrong.to_bytes())  # wrong dim
+    bank.store.save_state(bank._reranker.state_name("u1"), 0, wrong.to_bytes())  # wrong dim
     bank._reranker.weights._cache.clear()  # as in a process that has not read them yet
     with pytest.raises(StorageError, match="dimension"):
         bank.feedback(res, cited=[])
@@ -297,7 +297,7 @@ U1 = WeightStore.name("user", "u1")
 
 def test_user_scope_keeps_weights_apart(learner):
     mem = learner(reranker_scope="user")
-    u1, u2 = mem._reranker._name("u1"), mem._reranker._name("u2")
+    u1, u2 = mem._reranker.state_name("u1"), mem._reranker.state_name("u2")
     for user in ("u1", "u2"):
         for i, text in enumerate(TOPICS[:3]):
             mem.add_session([{"speaker": "user", "text": text}], user_id=user,
@@ -311,7 +311,7 @@ def test_user_scope_keeps_weights_apart(learner):
 
 def test_forget_erases_the_users_own_weights_and_keeps_the_others(learner):
     mem = learner(reranker_scope="user")
-    u1 = mem._reranker._name("u1")
+    u1 = mem._reranker.state_name("u1")
     for user in ("u1", "u2"):
         for i, text in enumerate(TOPICS[:3]):
             mem.add_session([{"speaker": "user", "text": text}], user_id=user,

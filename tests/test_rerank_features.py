@@ -9,7 +9,8 @@ the real embedder and real SQLite files.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
@@ -88,6 +89,16 @@ def test_zero_weights_keep_the_hand_set_order():
     assert ranking.order == list(range(len(cands)))
     assert ranking.features.shape == (len(cands), len(FEATURES))
     assert np.isfinite(ranking.features).all()
+
+
+def test_dates_with_and_without_a_zone_rank_together():
+    """A provisional turn's date may carry a zone while stored memories' do not (or the
+    reverse); recency compares them as UTC instead of failing the search."""
+    query, vectors, cands = candidates(k=4)
+    aware = cands[0].memory.occurred_at.replace(tzinfo=timezone.utc)
+    cands[0] = replace(cands[0], memory=replace(cands[0].memory, occurred_at=aware))
+    ranking = FeatureScorer().rank(FeatureWeights.zeros(), "when?", query, cands, vectors, 2)
+    assert np.allclose(ranking.features[:, FEATURES.index("recency")], [0, 1 / 3, 2 / 3, 1])
 
 
 def test_a_feedback_step_raises_the_cited_memorys_feature_direction():

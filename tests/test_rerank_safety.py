@@ -50,7 +50,7 @@ def assert_finite(mem: ReflectiveMemory) -> None:
 @pytest.mark.parametrize("kind", ["features", "rmm"])
 def test_nan_memory_vectors_cannot_poison_the_global_reranker(open_memory, store_target, kind):
     mem = open_memory(reranker=kind)
-    name = mem._reranker._name("")
+    name = mem._reranker.state_name("")
     ingest(mem, "good")
     ingest(mem, "bad")
     res = mem.search("what pet do I have?", user_id="good", k=3)
@@ -94,7 +94,7 @@ def test_a_nan_query_vector_is_refused_and_other_users_rank_as_before(store_targ
         res = mem.search("poison", user_id="u1", k=3, explore=True)
         with pytest.raises(FeedbackError, match="not finite"):
             mem.feedback(res, cited=[])
-        assert mem.store.state_log(mem._reranker._name("")) == (0, [])
+        assert mem.store.state_log(mem._reranker.state_name("")) == (0, [])
         assert_finite(mem)
         assert scores(mem, "u2") == before
 
