@@ -159,7 +159,7 @@ def features(query: str, query_vec: np.ndarray, hits: Sequence[MemoryHit],
     def put(names: Sequence[str], values: Any) -> None:
         out[:, [_COLUMN[n] for n in names]] = values
 
-    dense = np.stack([v[0] for v in vectors]) @ query_vec
+    dense = np.array([v[0] @ query_vec if len(v) else 0.0 for v in vectors], np.float32)
     turn = np.array([(v[1:] @ query_vec).max() if len(v) > 1 else d
                      for v, d in zip(vectors, dense)], np.float32)
     words = np.log1p([text_traits(m.text).words for m in memories])
