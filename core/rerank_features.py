@@ -63,6 +63,8 @@ _STOP = frozenset(
     "whose which why how would could should will shall can may might must not no yes so than "
     "then there here if into out up down over any some all each much many kind type ever "
     "likely".split())
+"""Words that say nothing of a topic: bm25s's English list (33 words) plus pronouns, modal
+verbs and the question words, which would otherwise count as overlap."""
 _WORD = re.compile(r"\w+")
 _NAME = re.compile(r"\b[A-Z][\w'-]+")
 _ASKS_WHEN = re.compile(

@@ -276,7 +276,7 @@ def online(mem: ReflectiveMemory, convs: list[Conversation],
     return {"second half": _mean({m: v[half:] for m, v in scores.items()}),
             "none second half": _mean({m: v[half:] for m, v in none.items()}),
             "questions": len(scores["R_any@5"]) - half,
-            "curve": scores["R_any@5"]}
+            "curve": scores["R_any@5"], "none curve": none["R_any@5"]}
 
 
 def train(mem: ReflectiveMemory, convs: list[Conversation]) -> tuple[list[float], list[float]]:
@@ -364,9 +364,11 @@ def plot_curves(figures: dict, window: int, path: str) -> None:
         draw_curve(left, figures["transfer"]["cited_share_per_window"], window)
     for name, fam in figures["families"].items():
         if "online" in fam:
-            curve = np.asarray(fam["online"]["curve"], float)
-            right.plot(np.arange(1, len(curve) + 1), 100 * np.cumsum(curve)
-                       / np.arange(1, len(curve) + 1), label=f"{name} online")
+            for key, style in (("curve", "-"), ("none curve", "--")):
+                curve = np.asarray(fam["online"][key], float)
+                right.plot(np.arange(1, len(curve) + 1), 100 * np.cumsum(curve)
+                           / np.arange(1, len(curve) + 1), style,
+                           label=f"{name} {'online' if key == 'curve' else 'none'}")
     right.set_xlabel("held-out questions answered")
     right.set_ylabel("R_any@5 so far (exploration off)")
     right.set_title("online learning")
