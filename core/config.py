@@ -80,10 +80,25 @@ class MemoryConfig(BaseModel):
         "NORMAL", description="SQLite durability: NORMAL survives a process crash, FULL a "
                               "power loss too (slower commits). PostgreSQL: the server's own.")
     progress: bool | None = Field(None, description="tqdm bars for bulk ingest; None = on a TTY.")
+    reranker: str = Field(
+        "features", description="features (the hand-set fusion plus learned weights over a "
+                                "15 retrieval and memory signals) | rmm (the paper's "
+                                "bilinear maps over embeddings) | none (the hand-set fusion "
+                                "alone; feedback records nothing).")
+    reranker_weights: str | None = Field(
+        "shipped", description="Where reranker='features' starts, in every scope: 'shipped' "
+                               "(pre-trained weights packaged with the library), None (zero: "
+                               "the hand-set fusion) or the path of a weights file written by "
+                               "`rmm bench rerank --save-weights`.")
     reranker_scope: Literal["global", "user"] = Field(
         "global", description="One reranker learnt from every user's feedback, or one per user.")
-    reranker_learning_rate: float = Field(1e-3, gt=0, le=1.0, description="REINFORCE step size.")
-    reranker_baseline: float = Field(0.5, ge=-1.0, le=1.0, description="REINFORCE baseline b.")
+    reranker_learning_rate: float | None = Field(
+        None, gt=0, le=1.0, description="REINFORCE step size; None = the reranker's own "
+                                        "(features 1e-2, rmm 1e-3).")
+    reranker_baseline: float = Field(0.5, ge=-1.0, le=1.0,
+                                     description="REINFORCE baseline b of reranker='rmm' "
+                                                 "('features' uses the mean reward of each "
+                                                 "result's picks).")
     reranker_temperature: float = Field(0.5, gt=0, le=100.0,
                                         description="Softmax temperature of exploration.")
     reranker_seed: int | None = Field(None, description="Seed of the exploration noise, for "

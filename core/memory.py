@@ -418,7 +418,7 @@ class ReflectiveMemory:
         result.candidates = candidates
         rows = [r for _, _, r in found]
         result.hits, ranking = self._reranker.rerank(user_id, query_vec, candidates, rows, k,
-                                                     explore=explore)
+                                                     explore=explore, query=query)
         if follow_links:
             from .links import follow_links as with_links
 
@@ -508,7 +508,8 @@ class ReflectiveMemory:
         fresh = iter(self.embedder.embed([query, *missing]))
         query_vec = next(fresh)
         return self._reranker.learned_scores(
-            user_id, query_vec, [stored[i] if i in stored else next(fresh)[None, :] for i in ids])
+            user_id, query_vec, [stored[i] if i in stored else next(fresh)[None, :] for i in ids],
+            query=query, texts=texts)
 
     def recall(self, query: str, *, user_id: str, previous_turn: str | Turn | None = None,
                budget: int | None = None, k: int | None = None,

@@ -151,7 +151,7 @@ def test_concurrent_compare_and_set_from_threads_loses_no_update(store_target):
 
 
 def test_concurrent_feedback_steps_are_all_applied(store_target):
-    from rmm_core.rerank import WeightStore
+    from rmm_core.rerank_features import shipped_weights
 
     mem = open_mem(store_target)
     mem.add_session(session_turns("fb", 8), user_id="u")
@@ -169,5 +169,7 @@ def test_concurrent_feedback_steps_are_all_applied(store_target):
     run_parallel([job for _ in range(4)])
     getattr(mem, "flush", lambda: None)()
     mem.close()
-    store = open_store(store_target)
-    assert WeightStore(store).load("reranker/global", mem.embedder.dim).steps == 21
+    again = open_mem(store_target)  # the weights start from the shipped ones and their steps
+    assert again._reranker.weights_for("u", again.embedder.dim).steps == \
+        shipped_weights().steps + 21
+    again.close()

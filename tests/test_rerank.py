@@ -18,7 +18,7 @@ import pytest
 
 from rmm_core import FeedbackError, InvalidInputError, ReflectiveMemory
 from rmm_core.errors import StorageError
-from rmm_core.rerank import COMBINE, LowRank, Reranker, Weights, WeightStore
+from rmm_core.rerank import COMBINE, FeatureWeights, LowRank, Reranker, Weights, WeightStore
 from rmm_core.storage.base import user_state_name
 from rmm_core.storage.sqlite import SQLiteStore
 
@@ -44,9 +44,20 @@ def candidates(rng: np.random.Generator, k: int = 20, dim: int = 16):
     return query, vectors, fused
 
 
+LEARNERS = ["features", "rmm"]
+"""The rerankers that learn: the front-door tests run for each, from zero weights."""
+
+
+@pytest.fixture(params=LEARNERS)
+def learner(request, open_memory):
+    """Opens memories with one learning reranker, starting from zero weights."""
+    return lambda **settings: open_memory(**{"reranker": request.param,
+                                             "reranker_weights": None, **settings})
+
+
 @pytest.fixture
-def bank(open_memory) -> ReflectiveMemory:
-    mem = open_memory()
+def bank(learner) -> ReflectiveMemory:
+    mem = learner()
     for i, text in enumerate(TOPICS):
         mem.add_session([{"speaker": "user", "text": text, "id": f"t{i}"}], user_id="u1",
                         session_id=f"s{i}")
@@ -151,9 +162,21 @@ def test_unknown_combine_is_a_typed_error():
         Reranker(combine="magic")
 
 
-def logged(store, name: str = "reranker/global") -> int:
-    """Reranker steps logged in the store (fewer than 64: none folded into the base yet)."""
-    return len(store.state_log(name)[1])
+def logged(store, name: str | None = None) -> int:
+    """Reranker steps logged in the store under `name` (default: every global scope's), fewer
+    than 64: none folded into the base yet."""
+    names = [name] if name else ["reranker/global", "reranker-features/global"]
+    return sum(len(store.state_log(n)[1]) for n in names)
+
+
+def steps(mem: ReflectiveMemory, user_id: str = "") -> int:
+    """Feedback steps in the weights that rank `user_id`'s searches."""
+    return mem._reranker.weights_for(user_id, mem.embedder.dim).steps
+
+
+def is_zero(weights) -> bool:
+    arrays = [weights.w] if isinstance(weights, FeatureWeights) else [weights.w_q, weights.w_m]
+    return not any(a.any() for a in arrays)
 
 
 # persistence -----------------------------------------------------------------------------------
@@ -214,10 +237,10 @@ def test_feedback_persists_survives_reopen_and_changes_scores(bank, open_memory)
         res = bank.search(query, user_id="u1", k=3)
         bank.feedback(res, cited=[h for h in res if h.memory.id == last])
     assert logged(bank.store) == 3
-    again = open_memory()
+    again = open_memory(reranker=bank.config.reranker, reranker_weights=None)
     after = again.search(query, user_id="u1", k=3)
-    assert {h.memory.id: h.score for h in after} != {h.memory.id: h.score for h in before}
-    assert again._reranker.weights.load("reranker/global", again.embedder.dim).steps == 3
+    assert not np.array_equal(after.state["ranking"].scores, before.state["ranking"].scores)
+    assert steps(again) == 3
 
 
 def test_feedback_once_only_and_bad_citations_lose_nothing(bank):
@@ -238,7 +261,8 @@ def test_feedback_once_only_and_bad_citations_lose_nothing(bank):
 
 def test_feedback_that_fails_leaves_the_result_unclaimed(bank):
     res = bank.search("where is the wedding?", user_id="u1", k=2)
-    bank.store.save_state("reranker/global", 0, Weights.zeros(8).to_bytes())  # wrong dim
+    wrong = Weights.zeros(8) if bank.config.reranker == "rmm" else FeatureWeights.zeros(3)
+    bank.store.save_state(bank._reranker.state_name("u1"), 0, wrong.to_bytes())  # wrong dim
     bank._reranker.weights._cache.clear()  # as in a process that has not read them yet
     with pytest.raises(StorageError, match="dimension"):
         bank.feedback(res, cited=[])
@@ -268,50 +292,51 @@ def test_feedback_on_an_empty_result_is_a_typed_error(bank):
         bank.feedback(res, cited=[])
 
 
-U1, U2 = WeightStore.name("user", "u1"), WeightStore.name("user", "u2")
+U1 = WeightStore.name("user", "u1")
 
 
-def test_user_scope_keeps_weights_apart(open_memory):
-    mem = open_memory(reranker_scope="user")
+def test_user_scope_keeps_weights_apart(learner):
+    mem = learner(reranker_scope="user")
+    u1, u2 = mem._reranker.state_name("u1"), mem._reranker.state_name("u2")
     for user in ("u1", "u2"):
         for i, text in enumerate(TOPICS[:3]):
             mem.add_session([{"speaker": "user", "text": text}], user_id=user,
                             session_id=f"s{i}")
     res = mem.search("cello lessons", user_id="u1", k=2)
     mem.feedback(res, cited=[res[0].memory.id])
-    assert logged(mem.store, U1) == 1
-    assert logged(mem.store, U2) == 0
+    assert logged(mem.store, u1) == 1
+    assert logged(mem.store, u2) == 0
     assert logged(mem.store) == 0
 
 
-def test_forget_erases_the_users_own_weights_and_keeps_the_others(open_memory):
-    mem = open_memory(reranker_scope="user")
-    dim = mem.embedder.dim
+def test_forget_erases_the_users_own_weights_and_keeps_the_others(learner):
+    mem = learner(reranker_scope="user")
+    u1 = mem._reranker.state_name("u1")
     for user in ("u1", "u2"):
         for i, text in enumerate(TOPICS[:3]):
             mem.add_session([{"speaker": "user", "text": text}], user_id=user,
                             session_id=f"s{i}")
         res = mem.search("cello lessons", user_id=user, k=2)
         mem.feedback(res, cited=[res[0].memory.id])
-    assert mem._reranker.weights.load(U1, dim).steps == 1  # now cached
+    assert steps(mem, "u1") == 1  # now cached
     mem.forget(user_id="u1")
-    assert logged(mem.store, U1) == 0
-    erased = mem._reranker.weights.load(U1, dim)
-    assert erased.steps == 0 and not erased.w_q.any() and not erased.w_m.any()
-    assert "u1" not in U1  # the erased row's name does not keep the forgotten user's id
-    assert open_memory()._reranker.weights.load(U1, dim).steps == 0
-    assert mem._reranker.weights.load(U2, dim).steps == 1
+    assert logged(mem.store, u1) == 0
+    erased = mem._reranker.weights_for("u1", mem.embedder.dim)
+    assert erased.steps == 0 and is_zero(erased)
+    assert "u1" not in u1  # the erased row's name does not keep the forgotten user's id
+    assert steps(learner(reranker_scope="user"), "u1") == 0
+    assert steps(mem, "u2") == 1
     mem.add_session([{"speaker": "user", "text": TOPICS[0]}], user_id="u1", session_id="s9")
     res = mem.search("cello lessons", user_id="u1", k=1)
     mem.feedback(res, cited=[])  # learning starts again from zero
-    assert mem._reranker.weights.load(U1, dim).steps == 1
+    assert steps(mem, "u1") == 1
 
 
 @pytest.mark.backends
 def test_schema_2_per_user_state_moves_to_hashed_names(open_memory, store_target):
     """Before schema 3, per-user weights and workflows were named `reranker/user/<id>` and
     `workflows/user/<id>`; opening renames them to names under the hashed id."""
-    mem = open_memory(reranker_scope="user")
+    mem = open_memory(reranker_scope="user", reranker="rmm")
     mem.add_session([{"speaker": "user", "text": TOPICS[0]}], user_id="u1", session_id="s1")
     res = mem.search("cello lessons", user_id="u1", k=1)
     mem.feedback(res, cited=[res[0].memory.id])
@@ -323,7 +348,7 @@ def test_schema_2_per_user_state_moves_to_hashed_names(open_memory, store_target
         ("UPDATE named_state SET name = 'reranker/user/u1' WHERE name = {}", U1),
         ("UPDATE named_state SET name = 'workflows/user/u1' WHERE name = {}", flows),
         ("UPDATE meta SET value = '2' WHERE key = {}", "schema_version")])
-    mem = open_memory(reranker_scope="user")
+    mem = open_memory(reranker_scope="user", reranker="rmm")
     assert logged(mem.store, "reranker/user/u1") == 0
     assert mem._reranker.weights.load(U1, mem.embedder.dim).steps == 1
     assert mem.store.load_state("workflows/user/u1") == (0, None)
@@ -349,16 +374,17 @@ def _raw_sql(target: str, statements: list[tuple[str, str]]) -> None:
             conn.execute(sql.format("%s"), (param,))
 
 
-def test_batching_writes_every_n_and_flushes_on_close(bank, open_memory, store_target):
+def test_batching_writes_every_n_and_flushes_on_close(bank, learner, store_target):
     bank.close()
-    mem = open_memory(reranker_batch=3)
+    mem = learner(reranker_batch=3)
     for n in range(4):
         res = mem.search("marathon time", user_id="u1", k=2)
         mem.feedback(res, cited=[res[0].memory.id])
         assert logged(mem.store) == (1 if n >= 2 else 0)
     mem.close()
     store = SQLiteStore(store_target)
-    assert logged(store) == 2 and WeightStore(store).load("reranker/global", 384).steps == 4
+    assert logged(store) == 2
+    assert steps(learner()) == 4
     store.close()
 
 
@@ -437,7 +463,7 @@ def test_supervised_bound_fits_the_train_questions(locomo_path):
 
     conv = load_locomo(locomo_path, select=[1])[0]
     conv.questions[:] = conv.questions[:60]
-    with ReflectiveMemory.open(":memory:", progress=False) as mem:
+    with ReflectiveMemory.open(":memory:", progress=False, reranker="rmm") as mem:
         mem.add_sessions([{"turns": s.turns, "session_id": s.session_id,
                            "started_at": s.started_at} for s in conv.sessions],
                          user_id=conv.sample_id)

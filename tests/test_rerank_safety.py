@@ -42,14 +42,15 @@ def scores(mem: ReflectiveMemory, user: str, query: str = "what pet do I have?")
     return [(h.memory.id, h.score) for h in mem.search(query, user_id=user, k=3)]
 
 
-def assert_finite(mem: ReflectiveMemory, name: str = GLOBAL) -> None:
-    weights = mem._reranker.weights.load(name, mem.embedder.dim)
-    assert weights.is_finite()
+def assert_finite(mem: ReflectiveMemory) -> None:
+    assert mem._reranker.weights_for("", mem.embedder.dim).is_finite()
 
 
 # non-finite steps ---------------------------------------------------------------------------
-def test_nan_memory_vectors_cannot_poison_the_global_reranker(open_memory, store_target):
-    mem = open_memory()
+@pytest.mark.parametrize("kind", ["features", "rmm"])
+def test_nan_memory_vectors_cannot_poison_the_global_reranker(open_memory, store_target, kind):
+    mem = open_memory(reranker=kind)
+    name = mem._reranker.state_name("")
     ingest(mem, "good")
     ingest(mem, "bad")
     res = mem.search("what pet do I have?", user_id="good", k=3)
@@ -59,11 +60,11 @@ def test_nan_memory_vectors_cannot_poison_the_global_reranker(open_memory, store
     nan = np.full(mem.embedder.dim, np.nan, np.float32).tobytes()
     with sqlite3.connect(store_target) as conn:  # as a crafted import would have left them
         conn.execute("UPDATE memory_vectors SET vec = ? WHERE user_id = 'bad'", (nan,))
-    mem = open_memory()
+    mem = open_memory(reranker=kind)
     res = mem.search("what pet do I have?", user_id="bad", k=3)
     with pytest.raises(FeedbackError, match="not finite"):
         mem.feedback(res, cited=[res[0].memory.id])
-    assert len(mem.store.state_log(GLOBAL)[1]) == 1  # nothing logged
+    assert len(mem.store.state_log(name)[1]) == 1  # nothing logged
     assert mem.store.claim_feedback(res.id, "bad")  # nor the result used up
     assert_finite(mem)
     assert scores(mem, "good") == before
@@ -82,15 +83,18 @@ class NaNQueries:
         return out
 
 
-def test_a_nan_query_vector_is_refused_and_other_users_rank_as_before(store_target, embedder):
-    with ReflectiveMemory.open(store_target, embedder=NaNQueries(embedder)) as mem:
+@pytest.mark.parametrize("kind", ["features", "rmm"])
+def test_a_nan_query_vector_is_refused_and_other_users_rank_as_before(store_target, embedder,
+                                                                      kind):
+    with ReflectiveMemory.open(store_target, embedder=NaNQueries(embedder),
+                               reranker=kind) as mem:
         ingest(mem, "u1")
         ingest(mem, "u2")
         before = scores(mem, "u2")
         res = mem.search("poison", user_id="u1", k=3, explore=True)
         with pytest.raises(FeedbackError, match="not finite"):
             mem.feedback(res, cited=[])
-        assert mem.store.state_log(GLOBAL) == (0, [])
+        assert mem.store.state_log(mem._reranker.state_name("")) == (0, [])
         assert_finite(mem)
         assert scores(mem, "u2") == before
 
@@ -101,7 +105,7 @@ def test_respond_keeps_its_answer_when_the_learning_step_is_refused(store_target
     with ReflectiveMemory.open(store_target, embedder=NaNQueries(embedder),
                                llm=lambda prompt: "You adopted a puppy [1].",
                                segmentation="embedding", extraction="segment",
-                               reconciliation="threshold") as mem:
+                               reconciliation="threshold", reranker="rmm") as mem:
         ingest(mem, "u1")
         with pytest.warns(RuntimeWarning, match="not finite"):
             answer = mem.respond("poison", user_id="u1")
@@ -126,7 +130,7 @@ def test_non_finite_state_written_before_the_check_is_not_used(tmp_path):
     assert store.save_state("reranker/other", 0, Weights(np.full((4, 4), np.nan, np.float32),
                                                          np.zeros((4, 4), np.float32),
                                                          5).to_bytes())
-    with pytest.warns(RuntimeWarning, match="starting again from zero"):
+    with pytest.warns(RuntimeWarning, match="starting again from the initial"):
         weights = WeightStore(store).load("reranker/other", 4)
     assert weights.is_finite() and not weights.w_q.any()
     store.close()
@@ -261,7 +265,7 @@ def test_byte_lru_evicts_the_least_recently_used_and_keeps_the_newest():
 def test_per_user_weights_stay_within_the_bound_and_survive_eviction(open_memory):
     """300 users each train their own weights with an 8 MB cache (about 6 users' weights):
     the cache never passes the bound, and every user ranks exactly as right after training."""
-    mem = open_memory(reranker_scope="user", reranker_cache_bytes=8 * 2**20)
+    mem = open_memory(reranker_scope="user", reranker_cache_bytes=8 * 2**20, reranker="rmm")
     users = [f"u{i}" for i in range(300)]
     trained = {}
     for user in users:
@@ -279,7 +283,8 @@ def test_per_user_weights_stay_within_the_bound_and_survive_eviction(open_memory
 def test_evicted_users_queued_steps_are_logged_not_lost(open_memory):
     """With batched steps, a user evicted from the cache has its queued step logged first
     (untrained weights are shared; a queued step of 384 dimensions takes ~6 KB)."""
-    mem = open_memory(reranker_scope="user", reranker_batch=5, reranker_cache_bytes=20_000)
+    mem = open_memory(reranker_scope="user", reranker_batch=5, reranker_cache_bytes=20_000,
+                      reranker="rmm")
     users = [f"u{i}" for i in range(12)]
     for user in users:
         ingest(mem, user, 2)
@@ -289,6 +294,6 @@ def test_evicted_users_queued_steps_are_logged_not_lost(open_memory):
     logged = [len(mem.store.state_log(n)[1]) for n in names]
     assert 0 < sum(logged) < len(users)  # the evicted ones, before any close
     mem.close()
-    again = open_memory(reranker_scope="user")
+    again = open_memory(reranker_scope="user", reranker="rmm")
     assert [again._reranker.weights.load(n, again.embedder.dim).steps for n in names] == \
         [1] * len(users)

@@ -125,14 +125,15 @@ def test_the_users_own_words_rank_above_the_assistants_answer_on_the_same_subjec
                Turn("assistant", answer, id="a1"),
                Turn("user", "Also, I deploy the app on Render.", id="u2")]
     query = "When does my first sprint end?"
-    plain = open_memory(assistant_weight=0.0)
+    fusion = {"reranker": "none"}  # the hand-set fusion alone (the learned one has its own)
+    plain = open_memory(assistant_weight=0.0, **fusion)
     plain.add_session(session, user_id="craig")
     assert plain.search(query, user_id="craig", k=1)[0].refs == ["a1"]
-    mem = open_memory()
+    mem = open_memory(**fusion)
     hits = mem.search(query, user_id="craig", k=10)
     assert hits[0].refs == ["u1"]
     assert "a1" in {r for h in hits for r in h.refs}  # ranked lower, not dropped
-    named = open_memory(assistant_speakers=["bot"])  # another name: no prior for "assistant"
+    named = open_memory(assistant_speakers=["bot"], **fusion)  # no prior for "assistant"
     assert named.search(query, user_id="craig", k=1)[0].refs == ["a1"]
 
 

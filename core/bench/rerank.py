@@ -1,29 +1,45 @@
-"""`rmm bench rerank`: train the REINFORCE reranker on LoCoMo with oracle citations.
+"""`rmm bench rerank`: what the learned reranker adds, with oracle citations, on every dataset.
 
 Oracle attribution stands in for an LLM: a hit is cited when its refs hold a gold evidence
-turn. One run ingests the train and test conversations, measures R_any@5 and Rtok@1000 on
-the test ones with exploration off, makes one pass of `search(explore=True)` + `feedback`
-over the train questions, measures again, and prints the cited share per 50 steps (plus a
-PNG of that curve) and the cost of a feedback step and of reranking 20 candidates.
+turn. One run ingests the train and held-out conversations of every dataset given (each
+conversation one user, one store), then measures R_any@5 and Rtok@1000 (strict) per family:
+- transfer: `reranker="none"` on the held-out questions, then the reranker trained from zero
+  on the train questions (`--epochs` passes of `search(explore=True)` + `feedback`, all
+  families in one shuffled stream), exploration off at scoring;
+- shipped: the packaged pre-trained weights, untouched, against `none` on the held-out ones;
+- online: one deployment per family (from the shipped weights, or zero: `--online-from`)
+  answering its held-out questions in order (explored search, feedback after each), each
+  question first scored with exploration off, against `none` on the same questions; figures
+  over the second half.
+It prints a table per family, the cost of a feedback step and of reranking 20 candidates,
+draws the learning curves (PNG) and can save the trained weights (`--save-weights`: how the
+shipped file is made).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import pickle
+import shutil
+import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..commands import BAD_DATA
 from ..embed import default_embedder
-from ..errors import MissingDependencyError
+from ..errors import InvalidInputError, MissingDependencyError
 from ..memory import ReflectiveMemory
-from ..rerank import Ranking, Reranker, Weights
-from .locomo import Conversation, load_locomo
+from ..rerank_features import save_weights
+from .datasets import LOADERS, load
 from .metrics import r_any, r_tok
+from .records import Conversation, Question, ingest
+from .rerank_bound import supervised_bound
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -31,31 +47,51 @@ if TYPE_CHECKING:
 RTOK_DEPTH = 100
 """Hits ranked for Rtok@1000: enough to fill the budget."""
 
+SPLITS = {"locomo": ("0-2", "3-4"), "beam": ("0-5", "6-9"), "jsonl": ("0", "1")}
+"""Default train and held-out positions per dataset (BEAM in numeric order: 0 is 1)."""
+
+METRICS = ("R_any@5", "Rtok@1000")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="path of locomo10_dev.json")
-    parser.add_argument("--train", default="conv-26,conv-30,conv-41", help="sample ids")
-    parser.add_argument("--test", default="conv-42,conv-43", help="held-out sample ids")
+    parser.add_argument("--dataset", action="append", required=True, metavar="NAME=PATH",
+                        help=f"a dataset to run on (repeatable), NAME one of {sorted(LOADERS)}: "
+                             "e.g. --dataset locomo=locomo10_dev.json --dataset beam=100K")
+    parser.add_argument("--train", action="append", default=[], metavar="NAME=POSITIONS",
+                        help="train conversations of a dataset, e.g. locomo=0-2 (defaults: "
+                             + ", ".join(f"{k}={v[0]}" for k, v in SPLITS.items()) + ")")
+    parser.add_argument("--test", action="append", default=[], metavar="NAME=POSITIONS",
+                        help="held-out conversations, e.g. beam=6-9 (defaults: "
+                             + ", ".join(f"{k}={v[1]}" for k, v in SPLITS.items()) + ")")
+    parser.add_argument("--epochs", type=int, default=1, help="passes over the train questions")
+    parser.add_argument("--phases", default="transfer,shipped,online",
+                        help="which of transfer, shipped, online to run")
+    parser.add_argument("--online-from", choices=("zero", "shipped"), default="shipped",
+                        help="the online deployments' starting weights (reranker=features; "
+                             "shipped, as a default install)")
     parser.add_argument("--plot", default="rerank_curve.png", help="learning-curve PNG ('' off)")
     parser.add_argument("--window", type=int, default=50, help="steps per point of the curve")
-    parser.add_argument("--seed", type=int, default=0, help="seed of exploration")
+    parser.add_argument("--seed", type=int, default=0, help="seed of exploration and shuffling")
     parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
+    parser.add_argument("--save-weights", default=None, metavar="PATH",
+                        help="write the weights trained by the transfer phase here (the "
+                             "format of the shipped file; reranker='features')")
+    parser.add_argument("--embed-cache", default=None, metavar="PATH",
+                        help="a pickle of text -> vector: read if it exists, written after")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="MemoryConfig override, e.g. reranker_mix=5 (repeatable)")
+                        help="MemoryConfig override of the learning runs, e.g. reranker=rmm")
     parser.add_argument("--bound-epochs", type=int, default=0,
-                        help="also fit the same maps with full supervision for this many "
-                             "epochs (Adam, listwise) and report held-out R_any@5: how far "
-                             "this reranker can go on these conversations at all (0 = off; "
-                             "needs torch)")
+                        help="reranker=rmm: also fit the bilinear maps with full supervision "
+                             "for this many epochs (Adam, listwise) and report held-out R_any@5 "
+                             "(0 = off; needs torch)")
     parser.add_argument("--bound-lr", type=float, default=1e-4, help="Adam step of the bound")
 
 
-
 class CachedEmbedder:
-    """Embeds every question once, in one batch, instead of once per search."""
+    """Embeds every text once (questions are searched many times), optionally from a file."""
 
-    def __init__(self, base) -> None:
-        self.base, self.dim, self._memo = base, base.dim, {}
+    def __init__(self, base, memo: dict | None = None) -> None:
+        self.base, self.dim, self._memo = base, base.dim, memo if memo is not None else {}
 
     def embed(self, texts):
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
@@ -64,143 +100,189 @@ class CachedEmbedder:
         return np.stack([self._memo[t] for t in texts]) if texts else self.base.embed([])
 
 
-def run(args: argparse.Namespace) -> int:
-    from .retrieval import parse_setting
+def _pairs(specs: Iterable[str], what: str) -> dict[str, str]:
+    out = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or name not in LOADERS:
+            raise InvalidInputError(f"{what} {spec!r}: expected NAME=VALUE with NAME one of "
+                                    f"{sorted(LOADERS)}")
+        out[name] = value
+    return out
 
-    train_ids, test_ids = args.train.split(","), args.test.split(",")
-    convs = {c.sample_id: c for c in load_locomo(args.data)}
-    unknown = sorted(set(train_ids + test_ids) - set(convs))
-    if unknown:
-        raise SystemExit(f"unknown conversations {unknown}; the file has {sorted(convs)}")
-    embedder = CachedEmbedder(default_embedder())
-    embedder.embed([q.question for c in convs.values() for q in c.questions])
+
+def run(args: argparse.Namespace) -> int:
+    from .retrieval import parse_range, parse_setting
+
+    try:
+        paths = _pairs(args.dataset, "--dataset")
+        trains, tests = _pairs(args.train, "--train"), _pairs(args.test, "--test")
+        families: dict[str, tuple[list[Conversation], list[Conversation]]] = {}
+        for name, path in paths.items():
+            train_at = parse_range(trains.get(name, SPLITS[name][0]))
+            test_at = parse_range(tests.get(name, SPLITS[name][1]))
+            convs = load(name, path, train_at + test_at)
+            families[name] = (convs[:len(train_at)], convs[len(train_at):])
+    except (InvalidInputError, FileNotFoundError, ValueError) as exc:
+        print(f"rmm bench rerank: {exc}", file=sys.stderr)
+        return BAD_DATA
     settings = dict(parse_setting(s) for s in args.set)
+    phases = set(args.phases.split(","))
+    cache = Path(args.embed_cache) if args.embed_cache else None
+    memo = pickle.loads(cache.read_bytes()) if cache and cache.exists() else {}
+    embedder = CachedEmbedder(default_embedder(settings.get("embedding_model")), memo)
+    figures: dict[str, Any] = {"settings": settings, "epochs": args.epochs, "families": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        mem = ReflectiveMemory.open(str(Path(tmp) / "rerank.sqlite"), embedder=embedder,
-                                    progress=False, **{"reranker_seed": args.seed, **settings})
-        for sample_id in train_ids + test_ids:
-            conv = convs[sample_id]
-            mem.add_sessions([{"turns": s.turns, "session_id": s.session_id,
-                               "started_at": s.started_at} for s in conv.sessions],
-                             user_id=sample_id)
-        before = evaluate(mem, [convs[i] for i in test_ids])
-        shares, feedback_ms = train(mem, [convs[i] for i in train_ids])
-        after = evaluate(mem, [convs[i] for i in test_ids])
-        rerank_ms = time_rerank(mem, convs[test_ids[0]])
-        bound = supervised_bound(mem, [convs[i] for i in train_ids],
-                                 [convs[i] for i in test_ids], epochs=args.bound_epochs,
-                                 lr=args.bound_lr) if args.bound_epochs > 0 else None
-        steps = mem._reranker.weights.current("reranker/global", embedder.dim).steps
-        mem.close()
-    curve = share_curve(shares, args.window)
-    figures = {"before": before, "after": after, "train_steps": len(shares),
-               "stored_steps": steps, "cited_share_per_window": curve,
-               "feedback_ms_median": float(np.median(feedback_ms)),
-               "feedback_ms_p95": float(np.percentile(feedback_ms, 95)),
-               "rerank20_ms_median": float(np.median(rerank_ms)),
-               "rerank20_ms_p95": float(np.percentile(rerank_ms, 95)),
-               "settings": settings, "supervised_bound": bound}
-    print(report(figures, test_ids, args.window))
+        base = Path(tmp) / "ingested.sqlite"
+        with ReflectiveMemory.open(str(base), embedder=embedder, progress=False) as mem:
+            for train_convs, test_convs in families.values():
+                for conv in train_convs + test_convs:
+                    ingest(mem, conv)
+        if cache:
+            cache.write_bytes(pickle.dumps(embedder._memo))
+
+        def deployment(tag: str, **config: Any) -> ReflectiveMemory:
+            path = Path(tmp) / f"{tag}.sqlite"
+            shutil.copy(base, path)
+            return ReflectiveMemory.open(str(path), embedder=embedder, progress=False,
+                                         **{"reranker_seed": args.seed, **config})
+
+        held_out = {name: test for name, (_, test) in families.items()}
+        with deployment("none", reranker="none") as mem:
+            none = {name: evaluate(mem, convs, per_question=True)
+                    for name, convs in held_out.items()}
+        for name in families:
+            figures["families"][name] = {"held-out questions": len(none[name]["R_any@5"]),
+                                         "none": _mean(none[name])}
+        if "transfer" in phases:
+            figures["transfer"] = transfer(deployment, families, settings, args)
+        if "shipped" in phases and settings.get("reranker", "features") == "features":
+            with deployment("shipped", **{**settings, "reranker_weights": "shipped"}) as mem:
+                for name, convs in held_out.items():
+                    figures["families"][name]["shipped"] = evaluate(mem, convs)
+        if "online" in phases:
+            for name, convs in held_out.items():
+                start = None if args.online_from == "zero" else "shipped"
+                with deployment(f"online-{name}", **{"reranker_weights": start, **settings}) \
+                        as mem:
+                    figures["families"][name]["online"] = online(mem, convs, none[name])
+    for name in families:
+        if "transfer" in figures:
+            figures["families"][name]["transfer"] = figures["transfer"]["after"][name]
+    figures["online_from"] = args.online_from
+    print(report(figures))
     if args.plot:
-        plot_curve(curve, args.window, args.plot)
-        print(f"learning curve: {args.plot}")
+        plot_curves(figures, args.window, args.plot)
+        print(f"learning curves: {args.plot}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=2))
     return 0
 
 
+def transfer(deployment, families: dict, settings: dict, args: argparse.Namespace) -> dict:
+    """Train from zero on every family's train questions, score the held-out ones."""
+    with deployment("transfer", **{"reranker_weights": None, **settings}) as mem:
+        stream = [(conv.sample_id, q) for train, _ in families.values()
+                  for conv in train for q in conv.questions]
+        rng = np.random.default_rng(args.seed)
+        shares, feedback_ms = [], []
+        for _ in range(args.epochs):
+            for i in rng.permutation(len(stream)):
+                share, ms = feedback_step(mem, *stream[i])
+                shares.append(share)
+                feedback_ms.append(ms)
+        after = {name: evaluate(mem, test) for name, (_, test) in families.items()}
+        first_test = next(t for _, test in families.values() for t in test)
+        rerank_ms = time_rerank(mem, first_test)
+        kind = mem.config.reranker
+        out: dict[str, Any] = {
+            "after": after, "train_steps": len(shares),
+            "cited_share_per_window": share_curve(shares, args.window),
+            "feedback_ms_median": float(np.median(feedback_ms)),
+            "feedback_ms_p95": float(np.percentile(feedback_ms, 95)),
+            "rerank20_ms_median": float(np.median(rerank_ms)),
+            "rerank20_ms_p95": float(np.percentile(rerank_ms, 95))}
+        if kind != "none":
+            weights = mem._reranker.weights_for("", mem.embedder.dim)
+            out["stored_steps"] = weights.steps
+            if kind == "features":
+                out["weights"] = weights.named()
+                if args.save_weights:
+                    trained_on = {name: [c.sample_id for c in train]
+                                  for name, (train, _) in families.items()}
+                    save_weights(weights, args.save_weights, {
+                        "about": "reranker='features' weights trained by REINFORCE from oracle "
+                                 "citations (a hit is cited when its refs hold a gold "
+                                 "evidence turn), starting from zero",
+                        "trained_on": trained_on, "epochs": args.epochs, "seed": args.seed,
+                        "settings": settings,
+                        "command": "rmm bench rerank " + " ".join(
+                            f"--dataset {n}={Path(p).name}" for n, p in
+                            _pairs(args.dataset, "--dataset").items())
+                        + f" --epochs {args.epochs} --seed {args.seed} --save-weights PATH"})
+        if args.bound_epochs > 0 and kind == "rmm":
+            train = [c for tr, _ in families.values() for c in tr]
+            test = [c for _, te in families.values() for c in te]
+            out["supervised_bound"] = supervised_bound(mem, train, test, epochs=args.bound_epochs,
+                                                       lr=args.bound_lr)
+        return out
 
 
-def evaluate(mem: ReflectiveMemory, convs: list[Conversation]) -> dict[str, float]:
-    """R_any@5 and Rtok@1000 (percent) through `search` with exploration off."""
-    hits5, tok = [], []
+def feedback_step(mem: ReflectiveMemory, user_id: str, q: Question) -> tuple[float, float]:
+    """An explored search and its oracle feedback: the cited share and the step's ms."""
+    result = mem.search(q.question, user_id=user_id, k=5, explore=True)
+    cited = [h.memory.id for h in result if set(h.refs) & q.evidence]
+    if not result.hits:
+        return 0.0, 0.0
+    start = time.perf_counter()
+    mem.feedback(result, cited)
+    return len(cited) / len(result.hits), 1000 * (time.perf_counter() - start)
+
+
+def evaluate(mem: ReflectiveMemory, convs: list[Conversation], *,
+             per_question: bool = False) -> dict[str, Any]:
+    """R_any@5 and Rtok@1000 (percent) through `search` with exploration off: the means, or
+    with `per_question` each question's figures."""
+    scores: dict[str, list[float]] = {m: [] for m in METRICS}
     for conv in convs:
         for q in conv.questions:
-            top = mem.search(q.question, user_id=conv.sample_id, k=5)
-            hits5.append(r_any([(h.text, h.refs) for h in top], q.evidence, 5))
-            deep = mem.search(q.question, user_id=conv.sample_id, k=RTOK_DEPTH)
-            tok.append(r_tok([(h.text, h.refs) for h in deep], q.evidence, 1000))
-    return {"R_any@5": 100 * float(np.mean(hits5)), "Rtok@1000": 100 * float(np.mean(tok)),
-            "questions": len(hits5)}
+            for metric, value in score(mem, conv.sample_id, q).items():
+                scores[metric].append(value)
+    return scores if per_question else {**_mean(scores), "questions": len(scores["R_any@5"])}
+
+
+def score(mem: ReflectiveMemory, user_id: str, q: Question) -> dict[str, float]:
+    top = mem.search(q.question, user_id=user_id, k=5)
+    deep = mem.search(q.question, user_id=user_id, k=RTOK_DEPTH)
+    return {"R_any@5": float(r_any([(h.text, h.refs) for h in top], q.evidence, 5)),
+            "Rtok@1000": float(r_tok([(h.text, h.refs) for h in deep], q.evidence, 1000))}
+
+
+def _mean(scores: dict[str, list[float]]) -> dict[str, float]:
+    return {m: 100 * float(np.mean(v)) if v else float("nan") for m, v in scores.items()}
+
+
+def online(mem: ReflectiveMemory, convs: list[Conversation],
+           none: dict[str, list[float]]) -> dict[str, Any]:
+    """Each question in order: scored with exploration off, then answered (explored search)
+    and learnt from; second-half means against `none`'s figures on the same questions."""
+    scores: dict[str, list[float]] = {m: [] for m in METRICS}
+    for conv in convs:
+        for q in conv.questions:
+            for metric, value in score(mem, conv.sample_id, q).items():
+                scores[metric].append(value)
+            feedback_step(mem, conv.sample_id, q)
+    half = len(scores["R_any@5"]) // 2
+    return {"second half": _mean({m: v[half:] for m, v in scores.items()}),
+            "none second half": _mean({m: v[half:] for m, v in none.items()}),
+            "questions": len(scores["R_any@5"]) - half,
+            "curve": scores["R_any@5"], "none curve": none["R_any@5"]}
 
 
 def train(mem: ReflectiveMemory, convs: list[Conversation]) -> tuple[list[float], list[float]]:
     """One pass of explore-search + oracle feedback; cited share and ms of each step."""
-    shares, ms = [], []
-    for conv in convs:
-        for q in conv.questions:
-            result = mem.search(q.question, user_id=conv.sample_id, k=5, explore=True)
-            cited = [h.memory.id for h in result if set(h.refs) & q.evidence]
-            shares.append(len(cited) / max(len(result), 1))
-            start = time.perf_counter()
-            mem.feedback(result, cited)
-            ms.append(1000 * (time.perf_counter() - start))
-    return shares, ms
-
-
-def supervised_bound(mem: ReflectiveMemory, train: list[Conversation],
-                     test: list[Conversation], *, epochs: int, lr: float) -> dict[str, float]:
-    """Fit W_q, W_m as well as labels allow: softmax over each train question's K candidates
-    towards the cited ones, full batch, Adam (torch's autograd). R_any@5 of the candidates
-    re-ordered by the fit (exploration off), before and after, on train and held-out
-    questions."""
-    try:
-        import torch
-    except ImportError as exc:
-        raise MissingDependencyError("torch", "torch") from exc
-    reranker = mem._reranker.reranker
-    train_set, test_set = _labelled(mem, train), _labelled(mem, test)
-    dim = mem.embedder.dim
-    w_q, w_m = torch.zeros(dim, dim, requires_grad=True), torch.zeros(dim, dim, requires_grad=True)
-    optimiser = torch.optim.Adam([w_q, w_m], lr=lr)
-    slope = reranker.combine.slope(reranker.mix)
-    examples = []
-    for ranking, cited in train_set:
-        if cited.any():
-            rows, mask = torch.from_numpy(ranking.rows), torch.from_numpy(ranking.mask)
-            query = torch.from_numpy(ranking.query)
-            r0 = (rows @ query).masked_fill(~mask, -torch.inf).amax(1)
-            # the combined score is affine in r: its part without r, then slope * r
-            base = reranker.combine.score(ranking.fused, np.zeros_like(ranking.fused),
-                                          r0.numpy(), reranker.mix)
-            examples.append((query, rows, mask, torch.from_numpy(base), torch.from_numpy(cited)))
-    for _ in range(epochs):
-        loss = torch.zeros(())
-        for query, rows, mask, base, cited in examples:
-            r = ((rows + rows @ w_m.T) @ (query + w_q @ query)).masked_fill(~mask, -torch.inf)
-            logits = (base + slope * r.amax(1)) / reranker.temperature
-            loss = loss - (torch.log_softmax(logits, 0)[cited]).mean()
-        optimiser.zero_grad()
-        (loss / len(train_set)).backward()
-        optimiser.step()
-    fitted = Weights(w_q.detach().numpy(), w_m.detach().numpy())
-    zeros = Weights.zeros(dim)
-    return {"epochs": epochs, "lr": lr,
-            "train_before": _r_any5(reranker, zeros, train_set),
-            "train_after": _r_any5(reranker, fitted, train_set),
-            "test_before": _r_any5(reranker, zeros, test_set),
-            "test_after": _r_any5(reranker, fitted, test_set)}
-
-
-def _labelled(mem: ReflectiveMemory,
-              convs: list[Conversation]) -> list[tuple[Ranking, np.ndarray]]:
-    """Each question's ranking inputs and which of its K candidates hold gold evidence."""
-    out = []
-    for conv in convs:
-        for q in conv.questions:
-            result = mem.search(q.question, user_id=conv.sample_id, k=5)
-            ranking = result.state.get("ranking")
-            if ranking is not None:
-                out.append((ranking, np.array([bool(set(h.refs) & q.evidence)
-                                               for h in result.candidates])))
-    return out
-
-
-def _r_any5(reranker: Reranker, weights: Weights,
-            examples: list[tuple[Ranking, np.ndarray]]) -> float:
-    found = [bool(cited[np.argsort(-reranker.scores(weights, r.query, r.rows, r.mask, r.fused),
-                                   kind="stable")[:5]].any()) for r, cited in examples]
-    return 100 * float(np.mean(found))
+    steps = [feedback_step(mem, conv.sample_id, q) for conv in convs for q in conv.questions]
+    return [s for s, _ in steps], [ms for _, ms in steps]
 
 
 def share_curve(shares: list[float], window: int) -> list[float]:
@@ -209,52 +291,67 @@ def share_curve(shares: list[float], window: int) -> list[float]:
 
 
 def time_rerank(mem: ReflectiveMemory, conv: Conversation, repeats: int = 200) -> list[float]:
-    """ms to rerank 20 candidates (vectors already fetched: the reranker's own cost)."""
+    """ms to rerank 20 candidates, their features included (vectors already fetched: the
+    reranker's own cost)."""
     query = conv.questions[0].question
     result = mem.search(query, user_id=conv.sample_id, k=5)
     candidates = result.candidates[:20]
     vectors = mem.store.memory_vectors(conv.sample_id, [h.memory.id for h in candidates])
     rows = [vectors[h.memory.id] for h in candidates]
-    fused = [h.score for h in candidates]
-    weights = mem._reranker.weights.current("reranker/global", mem.embedder.dim)
-    weights = Weights(weights.w_q.copy(), weights.w_m.copy(), weights.steps)
+    reranker = mem._reranker
     out = []
     for _ in range(repeats):
         start = time.perf_counter()
-        mem._reranker.reranker.rank(weights, result.state["query_vec"], rows, fused, 5,
-                                    explore=True)
+        reranker.rerank(conv.sample_id, result.state["query_vec"], candidates, rows, 5,
+                        explore=True, query=query)
         out.append(1000 * (time.perf_counter() - start))
     return out
 
 
-def report(figures: dict, test_ids: list[str], window: int) -> str:
-    b, a = figures["before"], figures["after"]
+def report(figures: dict) -> str:
     settings = ", ".join(f"{k}={v}" for k, v in figures["settings"].items()) or "defaults"
-    lines = [
-        f"settings: {settings}",
-        f"held-out {','.join(test_ids)} ({b['questions']} questions), exploration off:",
-        f"  R_any@5    before {b['R_any@5']:5.1f}  after {a['R_any@5']:5.1f}  "
-        f"({a['R_any@5'] - b['R_any@5']:+.1f})",
-        f"  Rtok@1000  before {b['Rtok@1000']:5.1f}  after {a['Rtok@1000']:5.1f}  "
-        f"({a['Rtok@1000'] - b['Rtok@1000']:+.1f})",
-        f"training: {figures['train_steps']} feedback steps (stored steps "
-        f"{figures['stored_steps']}); cited share per {window} steps:",
-        "  " + " ".join(f"{s:.2f}" for s in figures["cited_share_per_window"]),
-        f"feedback step: median {figures['feedback_ms_median']:.2f} ms, "
-        f"p95 {figures['feedback_ms_p95']:.2f} ms (gradient + logged step)",
-        f"rerank 20 candidates: median {figures['rerank20_ms_median']:.3f} ms, "
-        f"p95 {figures['rerank20_ms_p95']:.3f} ms",
-    ]
-    bound = figures.get("supervised_bound")
-    if bound:
-        lines.append(
-            f"supervised bound ({bound['epochs']} epochs, Adam {bound['lr']:g}), R_any@5: "
-            f"train {bound['train_before']:.1f} -> {bound['train_after']:.1f}, held-out "
-            f"{bound['test_before']:.1f} -> {bound['test_after']:.1f}")
+    lines = [f"settings: {settings}; held-out conversations, exploration off; "
+             "online: second half of the held-out questions answered in order"]
+    for name, fam in figures["families"].items():
+        lines += [f"{name} ({fam['held-out questions']} held-out questions)",
+                  f"  {'':28s}" + "".join(f"{m:>12s}" for m in METRICS)]
+        rows = [("none (hand-set fusion)", fam["none"])]
+        if "transfer" in fam:
+            rows.append((f"trained ({figures['epochs']} epoch(s))", fam["transfer"]))
+        if "shipped" in fam:
+            rows.append(("shipped weights", fam["shipped"]))
+        if "online" in fam:
+            rows += [(f"none, 2nd half ({fam['online']['questions']} q)",
+                      fam["online"]["none second half"]),
+                     (f"online from {figures['online_from']}, 2nd half",
+                      fam["online"]["second half"])]
+        for label, values in rows:
+            base = fam["online"]["none second half"] if label.startswith("online") \
+                else fam["none"]
+            lines.append(f"  {label:28s}" + "".join(
+                f"{values[m]:7.1f} ({values[m] - base[m]:+4.1f})" if label[:4] != "none"
+                else f"{values[m]:12.1f}" for m in METRICS))
+    t = figures.get("transfer")
+    if t:
+        lines.append(f"training: {t['train_steps']} feedback steps; cited share per window: "
+                     + " ".join(f"{s:.2f}" for s in t["cited_share_per_window"]))
+        if "weights" in t:
+            lines.append("weights: " + ", ".join(f"{k} {v:+.2f}" for k, v in t["weights"].items()))
+        lines += [f"feedback step: median {t['feedback_ms_median']:.2f} ms, p95 "
+                  f"{t['feedback_ms_p95']:.2f} ms (gradient + logged step)",
+                  f"rerank 20 candidates: median {t['rerank20_ms_median']:.3f} ms, p95 "
+                  f"{t['rerank20_ms_p95']:.3f} ms (features included)"]
+        bound = t.get("supervised_bound")
+        if bound:
+            lines.append(
+                f"supervised bound ({bound['epochs']} epochs, Adam {bound['lr']:g}), R_any@5: "
+                f"train {bound['train_before']:.1f} -> {bound['train_after']:.1f}, held-out "
+                f"{bound['test_before']:.1f} -> {bound['test_after']:.1f}")
     return "\n".join(lines)
 
 
-def plot_curve(curve: list[float], window: int, path: str) -> None:
+def plot_curves(figures: dict, window: int, path: str) -> None:
+    """The transfer training's cited share and each family's online R_any@5 (running mean)."""
     try:
         import matplotlib
 
@@ -262,8 +359,22 @@ def plot_curve(curve: list[float], window: int, path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise MissingDependencyError("matplotlib", "bench") from exc
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    draw_curve(ax, curve, window)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    if "transfer" in figures:
+        draw_curve(left, figures["transfer"]["cited_share_per_window"], window)
+    for name, fam in figures["families"].items():
+        if "online" in fam:
+            for key, style in (("curve", "-"), ("none curve", "--")):
+                curve = np.asarray(fam["online"][key], float)
+                right.plot(np.arange(1, len(curve) + 1), 100 * np.cumsum(curve)
+                           / np.arange(1, len(curve) + 1), style,
+                           label=f"{name} {'online' if key == 'curve' else 'none'}")
+    right.set_xlabel("held-out questions answered")
+    right.set_ylabel("R_any@5 so far (exploration off)")
+    right.set_title("online learning")
+    right.grid(alpha=0.3)
+    if right.lines:
+        right.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -22,7 +22,8 @@ TEXTS = [
 
 @pytest.fixture
 def mem(embedder):
-    mem = ReflectiveMemory.open(":memory:", embedder=embedder)
+    """The paper's bilinear reranker: its q'.m' scores any text by its vectors alone."""
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder, reranker="rmm")
     yield mem
     mem.close()
 
