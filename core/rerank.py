@@ -325,12 +325,13 @@ class WeightStore:
     """
 
     def __init__(self, store: Store, *, learning_rate: float = 1e-3, batch: int = 1,
-                 compact_every: int = 64, cache_bytes: int = 64 * 2**20) -> None:
+                 compact_every: int = 64, cache_bytes: int = 64 * 2**20,
+                 cache: ByteLRU | None = None) -> None:
         self.store = store
         self.learning_rate = learning_rate
         self.batch = batch
         self.compact_every = compact_every
-        self._cache: ByteLRU[Snapshot] = ByteLRU(cache_bytes)
+        self._cache: ByteLRU[Snapshot] = cache if cache is not None else ByteLRU(cache_bytes)
         self._pending: dict[str, tuple[int, LowRank, LowRank]] = {}
         self._lock = threading.Lock()
 
@@ -519,7 +520,8 @@ def _apply(weights: Weights, blobs: Sequence[bytes], name: str) -> Weights:
 class LearnedReranker:
     """What `ReflectiveMemory` calls: rerank a search's candidates, learn from its citations."""
 
-    def __init__(self, store: Store, config: MemoryConfig) -> None:
+    def __init__(self, store: Store, config: MemoryConfig, cache: ByteLRU | None = None
+                 ) -> None:
         self.store = store
         self.scope = config.reranker_scope
         self.reranker = Reranker(temperature=config.reranker_temperature,
@@ -528,7 +530,7 @@ class LearnedReranker:
                                  rng=np.random.default_rng(config.reranker_seed))
         self.weights = WeightStore(store, learning_rate=config.reranker_learning_rate,
                                    batch=config.reranker_batch,
-                                   cache_bytes=config.reranker_cache_bytes)
+                                   cache_bytes=config.reranker_cache_bytes, cache=cache)
 
     def rerank(self, user_id: str, query_vec: np.ndarray, candidates: Sequence[MemoryHit],
                vectors: Sequence[np.ndarray], keep: int, *, explore: bool = False
