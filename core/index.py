@@ -347,7 +347,10 @@ class UserIndex:
         arrays = (chain.rows, chain.row_slot, chain.row_start, chain.row_count, self._slot,
                   self._position, self._codes, self._prev, self._next)
         ann = chain.ann.nbytes if chain.ann is not None else 0
-        return (sum(a.nbytes for a in arrays) + self._lexicon.nbytes + ann
+        sample = _spread(len(self.ids), Z_SAMPLE)  # its vectors, copied once searched
+        sampled = int(self._row_count[self._slot[sample]].sum()) * chain.rows.itemsize * \
+            chain.dim
+        return (sum(a.nbytes for a in arrays) + self._lexicon.nbytes + ann + sampled
                 + PER_MEMORY_BYTES * len(self._position))
 
     # changes ------------------------------------------------------------------------------
