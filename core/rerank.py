@@ -390,12 +390,15 @@ class WeightStore:
         queued = self._pending.get(name)
         size = snapshot.nbytes + (sum(a.nbytes for g in queued[1:] for a in (g.left, g.right))
                                   if queued else 0)
-        for evicted in self._cache.put(name, snapshot, size):
-            with self._lock:
-                queued = self._pending.pop(evicted, None)
-            if queued is not None:
-                count, g_q, g_m = queued
-                self.store.append_state_delta(evicted, self._delta(g_q, g_m, count))
+        self._cache.put(name, snapshot, size, on_evict=self._evicted)
+
+    def _evicted(self, name: str, _snapshot: Snapshot) -> None:
+        """Log the queued steps of weights evicted from the cache (by any owner's put)."""
+        with self._lock:
+            queued = self._pending.pop(name, None)
+        if queued is not None:
+            count, g_q, g_m = queued
+            self.store.append_state_delta(name, self._delta(g_q, g_m, count))
 
     def current(self, name: str, dim: int) -> Weights:
         """The weights last seen by this process (gradients need not be perfectly fresh)."""

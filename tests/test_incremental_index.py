@@ -271,3 +271,14 @@ def test_the_approximate_index_is_trained_once_per_size_class(tmp_path, embedder
     assert index_module._Ann.trainings == start + 2
     assert list(rebuilt.dense_scores(vec, 10)) == list(index.dense_scores(vec, 10))
     mem.close()
+
+
+def test_a_shared_cache_tells_each_owner_of_its_evicted_values():
+    from rmm_core.lru import ByteLRU
+
+    lru: ByteLRU[str] = ByteLRU(10)
+    told = []
+    lru.put("weights", "W", 4, on_evict=lambda key, value: told.append((key, value)))
+    lru.put("index:a", "I", 4)
+    assert lru.put("index:b", "J", 4) == ["weights"] and told == [("weights", "W")]
+    assert lru.keys() == ["index:a", "index:b"] and lru.nbytes == 8
