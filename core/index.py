@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from .bm25 import Lexicon, grown
+from .ann import Ann, evenly, size_class
+from .bm25 import Lexicon
+from .slots import Chain
 from .storage.base import IndexData, IndexDelta
 from .tokens import tokenize
 
@@ -182,104 +183,6 @@ class Candidates:
     scale: Scale | None = None
 
 
-class _Chain:
-    """What the snapshots of one user's index share, append-only, by slot (a memory's place
-    in it; a changed memory takes a new slot and its old one dies): vector rows, the id to
-    slot map, who wrote each, the approximate index. Only the newest snapshot extends it."""
-
-    def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self.rows = np.zeros((0, dim), dtype=np.float32)  # each slot's rows, own vector first
-        self.row_slot = np.zeros(0, dtype=np.int64)
-        self.row_start = np.zeros(0, dtype=np.int64)
-        self.row_count = np.zeros(0, dtype=np.int64)
-        self.speakers: list[list[str]] = []
-        self.slot_of: dict[str, int] = {}
-        self.sessions: dict[str, int] = {}
-        self.assistant: tuple[frozenset[str], np.ndarray] | None = None
-        self.ann: _Ann | None = None
-        self.head: UserIndex | None = None
-        self.lock = threading.Lock()
-
-    def append(self, data: IndexData, slots: int, rows: int) -> np.ndarray:
-        """Write `data`'s memories after the first `slots` slots (holding `rows` rows);
-        returns their slots."""
-        k = len(data.ids)
-        order = np.argsort(data.owner, kind="stable")
-        counts = np.bincount(data.owner, minlength=k).astype(np.int64)
-        new = np.arange(slots, slots + k, dtype=np.int64)
-        if len(order):
-            self.rows = grown(self.rows, rows, data.vectors[order])
-        self.row_slot = grown(self.row_slot, rows, new[data.owner[order]])
-        self.row_start = grown(self.row_start, slots, rows + np.cumsum(counts) - counts)
-        self.row_count = grown(self.row_count, slots, counts)
-        del self.speakers[slots:]
-        self.speakers += data.speakers if len(data.speakers) == k else [[] for _ in range(k)]
-        for mid, slot in zip(data.ids, new):
-            self.slot_of[mid] = int(slot)
-        return new
-
-    def codes(self, sessions: list[str], slots: np.ndarray) -> np.ndarray:
-        """A number per session name (memories of no known session: one of their own)."""
-        if len(sessions) != len(slots):
-            return -1 - slots
-        return np.fromiter((self.sessions.setdefault(s, len(self.sessions)) for s in sessions),
-                           dtype=np.int64, count=len(sessions))
-
-
-class _Ann:
-    """An IVF index (8-bit codes) over unit vectors, ids = slots, for a shortlist on large
-    banks. It is trained once per size class (a power of 4 in memories) and takes later
-    memories as they come; `trainings` counts the trainings of this process."""
-
-    trainings = 0
-
-    def __init__(self, units: np.ndarray, slots: np.ndarray,
-                 trained: _Ann | None = None) -> None:
-        import faiss
-
-        n, dim = units.shape
-        self.size_class = size_class(n)
-        if trained is not None and trained.size_class == self.size_class:
-            ivf = faiss.clone_index(trained.index)
-            ivf.reset()
-        else:
-            nlist = int(np.clip(4 * np.sqrt(n), 16, 8192))
-            ivf = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
-                                                faiss.ScalarQuantizer.QT_8bit,
-                                                faiss.METRIC_INNER_PRODUCT)
-            ivf.train(units[_spread(n, 40 * nlist)])
-            ivf.nprobe = max(8, nlist // 20)
-            _Ann.trainings += 1
-        ivf.add_with_ids(units, slots)
-        self.index = ivf
-        self.lock = threading.Lock()
-
-    def search(self, query: np.ndarray, depth: int) -> np.ndarray:
-        with self.lock:
-            return self.index.search(query.reshape(1, -1).astype(np.float32), depth)[1][0]
-
-    def update(self, units: np.ndarray, slots: np.ndarray, dead: np.ndarray) -> None:
-        """Take new memories' unit vectors and drop dead slots."""
-        import faiss
-
-        with self.lock:
-            if len(dead):
-                self.index.remove_ids(faiss.IDSelectorBatch(dead.astype(np.int64)))
-            if len(slots):
-                self.index.add_with_ids(units, slots)
-
-    @property
-    def nbytes(self) -> int:
-        ivf = self.index
-        return ivf.ntotal * (ivf.code_size + 8) + ivf.nlist * ivf.d * 4
-
-
-def size_class(n: int) -> int:
-    """The bank size class an IVF is trained for: floor(log4 n)."""
-    return int(math.log(max(n, 1), 4))
-
-
 PER_MEMORY_BYTES = 400
 """Estimated Python-object bytes per memory of an index: its id, metadata and speakers
 lists' entries and its slot in the id map (measured with tracemalloc, see tests)."""
@@ -298,7 +201,7 @@ class UserIndex:
         approximate index's training is reused when the bank is still in its size class."""
         self.stemmer = stemmer
         dim = data.vectors.shape[1] if len(data.vectors) else 0
-        chain = _Chain(dim)
+        chain = Chain(dim)
         n = len(data.ids)
         slots = chain.append(data, 0, 0)
         lexicon = Lexicon.build(tokenize(data.keys, stemmer))
@@ -308,10 +211,10 @@ class UserIndex:
                   lexicon, max(data.seqs, default=0), len(data.owner))
         before = trained._chain.ann if trained is not None else None
         if before is not None and before.index.d == dim and n > EXACT_LIMIT:
-            chain.ann = _Ann(self._units_at(np.arange(n)), slots, before)
+            chain.ann = Ann(self._units_at(np.arange(n)), slots, before)
         chain.head = self
 
-    def _set(self, chain: _Chain, generation: int, ids: list[str], metadata: list[dict],
+    def _set(self, chain: Chain, generation: int, ids: list[str], metadata: list[dict],
              slot: np.ndarray, position: np.ndarray, codes: np.ndarray, lexicon: Lexicon,
              last_seq: int, n_rows: int) -> None:
         self._chain = chain
@@ -347,7 +250,7 @@ class UserIndex:
         arrays = (chain.rows, chain.row_slot, chain.row_start, chain.row_count, self._slot,
                   self._position, self._codes, self._prev, self._next)
         ann = chain.ann.nbytes if chain.ann is not None else 0
-        sample = _spread(len(self.ids), Z_SAMPLE)  # its vectors, copied once searched
+        sample = evenly(len(self.ids), Z_SAMPLE)  # its vectors, copied once searched
         sampled = int(self._row_count[self._slot[sample]].sum()) * chain.rows.itemsize * \
             chain.dim
         return (sum(a.nbytes for a in arrays) + self._lexicon.nbytes + ann + sampled
@@ -484,7 +387,7 @@ class UserIndex:
     def _sampled(self) -> tuple[np.ndarray, np.ndarray, _TurnRows]:
         """Z_SAMPLE memories spread over the bank, their unit vectors and turn rows."""
         if self._sample is None:
-            positions = _spread(len(self.ids), Z_SAMPLE)
+            positions = evenly(len(self.ids), Z_SAMPLE)
             self._sample = (positions, np.ascontiguousarray(self._units_at(positions)),
                             self._turn_rows(positions))
         return self._sample
@@ -532,7 +435,7 @@ class UserIndex:
         with chain.lock:
             ann = chain.ann
             if ann is None or ann.size_class != size_class(len(self)):
-                ann = _Ann(self._units_at(np.arange(len(self))), self._slot, ann)
+                ann = Ann(self._units_at(np.arange(len(self))), self._slot, ann)
                 if chain.head is self:  # an older snapshot's stays its own
                     chain.ann = ann
         slots = ann.search(query, depth)
@@ -616,10 +519,6 @@ def _mask(n: int, positions: np.ndarray) -> np.ndarray:
     out[positions] = True
     return out
 
-
-def _spread(n: int, count: int) -> np.ndarray:
-    """`count` positions spread evenly over `n` (all of them when n <= count)."""
-    return np.arange(n) if n <= count else np.linspace(0, n - 1, count).astype(np.int64)
 
 
 def _stats(values: np.ndarray) -> tuple[float, float]:

@@ -16,7 +16,8 @@ from backends import run_sql
 
 import rmm_core.index as index_module
 from rmm_core import ReflectiveMemory, Turn
-from rmm_core.index import UserIndex, size_class
+from rmm_core.ann import Ann, size_class
+from rmm_core.index import UserIndex
 from rmm_core.storage import open_store
 from rmm_core.storage.base import SCHEMA_VERSION, NewMemory
 from rmm_core.storage.sql import new_memory_id
@@ -247,28 +248,28 @@ def test_the_approximate_index_is_trained_once_per_size_class(tmp_path, embedder
     mem = ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=embedder)
     ids = fill(mem.store, "u", 4090, dim=embedder.dim)
     assert size_class(4090) == 5 and size_class(4096) == 6
-    start = index_module._Ann.trainings
+    start = Ann.trainings
     query = "I bought zeppelin airship tickets."  # the fact itself: in the list it probes
     vec = embedder.embed([query])[0]
     mem._index("u").dense_scores(vec, 10)
-    assert index_module._Ann.trainings == start + 1
+    assert Ann.trainings == start + 1
     [fact] = mem.add(query, user_id="u")
     mem.delete(ids[0], user_id="u")
     index = mem._index("u")
     near = index.dense_scores(vec, 10)
     assert index.ids[next(iter(near))] == fact.id  # the new memory is in the shortlist
-    assert ids[0] not in index.ids and index_module._Ann.trainings == start + 1
+    assert ids[0] not in index.ids and Ann.trainings == start + 1
     for i in range(8):  # past 4,096 memories: the next size class, trained once
         mem.add(f"another fact {i} about gardening", user_id="u")
     index = mem._index("u")
     assert size_class(len(index)) == 6
     index.dense_scores(vec, 10)
     index.dense_scores(vec, 10)
-    assert index_module._Ann.trainings == start + 2
+    assert Ann.trainings == start + 2
     # a rebuild in the same size class (a fresh index of the same user) reuses the training
     rebuilt = UserIndex(mem.store.index_data("u"), mem._stemmer, trained=index)
     rebuilt.dense_scores(vec, 10)
-    assert index_module._Ann.trainings == start + 2
+    assert Ann.trainings == start + 2
     assert list(rebuilt.dense_scores(vec, 10)) == list(index.dense_scores(vec, 10))
     mem.close()
 
