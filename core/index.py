@@ -250,9 +250,11 @@ class UserIndex:
         arrays = (chain.rows, chain.row_slot, chain.row_start, chain.row_count, self._slot,
                   self._position, self._codes, self._prev, self._next)
         ann = chain.ann.nbytes if chain.ann is not None else 0
-        sample = evenly(len(self.ids), Z_SAMPLE)  # its vectors, copied once searched
-        sampled = int(self._row_count[self._slot[sample]].sum()) * chain.rows.itemsize * \
-            chain.dim
+        sampled = 0  # the sample's vectors, copied and kept once a large bank is searched
+        if len(self.ids) > Z_SAMPLE:
+            sample = evenly(len(self.ids), Z_SAMPLE)
+            sampled = int(self._row_count[self._slot[sample]].sum()) * chain.rows.itemsize * \
+                chain.dim
         return (sum(a.nbytes for a in arrays) + self._lexicon.nbytes + ann + sampled
                 + PER_MEMORY_BYTES * len(self._position))
 
@@ -385,12 +387,16 @@ class UserIndex:
         return _TurnRows(np.ascontiguousarray(self._rows[rows]), offsets, has)
 
     def _sampled(self) -> tuple[np.ndarray, np.ndarray, _TurnRows]:
-        """Z_SAMPLE memories spread over the bank, their unit vectors and turn rows."""
-        if self._sample is None:
-            positions = evenly(len(self.ids), Z_SAMPLE)
-            self._sample = (positions, np.ascontiguousarray(self._units_at(positions)),
-                            self._turn_rows(positions))
-        return self._sample
+        """Z_SAMPLE memories spread over the bank, their unit vectors and turn rows (kept
+        for large banks only: on a small one they are all its vectors, copied again)."""
+        if self._sample is not None:
+            return self._sample
+        positions = evenly(len(self.ids), Z_SAMPLE)
+        sample = (positions, np.ascontiguousarray(self._units_at(positions)),
+                  self._turn_rows(positions))
+        if len(self.ids) > Z_SAMPLE:
+            self._sample = sample
+        return sample
 
     def dense_scores(self, query: np.ndarray, depth: int) -> dict[int, float]:
         """Best cosine per memory over all its vectors, best first: the memories of the top
