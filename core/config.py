@@ -95,7 +95,7 @@ class MemoryConfig(BaseModel):
                                       "default, it caps the one cache too.")
     cache_bytes: int = Field(
         2**30, ge=0, description="Memory for what is cached per user, in one least-recently-"
-                                 "used budget: search indexes (~1.6 KB per memory at 384 "
+                                 "used budget: search indexes (~6.5 KB per memory at 384 "
                                  "dimensions and 2 turn vectors) and reranker weights (scope "
                                  "'user': ~1.2 MB per trained user); evicted ones are read "
                                  "again when needed.")
