@@ -87,6 +87,7 @@ class ReflectiveMemory:
         self._cache: ByteLRU[Any] = ByteLRU(cache_budget(self.config))
         """Users' search indexes and reranker weights, in one byte budget."""
         self._index_lock = threading.Lock()
+        self._build_locks = [threading.Lock() for _ in range(64)]
         self._reflector = Reflector(store, self.embedder, self.pipeline, self._index,
                                     turn_vectors=self.config.turn_vectors,
                                     memory_vector=self.config.memory_vector,
@@ -604,13 +605,19 @@ class ReflectiveMemory:
         cached = self._cache.get(key)
         if cached is not None and cached.generation == generation:
             return cached
-        index = None
-        if cached is not None:
-            delta = self.store.index_changes(user_id, cached.generation)
-            index = cached.apply(delta) if delta is not None else None
-        if index is None:
-            index = UserIndex(self.store.index_data(user_id), self._stemmer, trained=cached)
-        self._cache.put(key, index, index.nbytes)
+        # one thread updates or builds a user's index; the others then find it done
+        with self._build_locks[hash(user_id) % len(self._build_locks)]:
+            cached = self._cache.get(key)
+            if cached is not None and cached.generation == generation:
+                return cached
+            index = None
+            if cached is not None:
+                delta = self.store.index_changes(user_id, cached.generation)
+                index = cached.apply(delta) if delta is not None else None
+            if index is None:
+                index = UserIndex(self.store.index_data(user_id), self._stemmer,
+                                  trained=cached)
+            self._cache.put(key, index, index.nbytes)
         return index
 
 
