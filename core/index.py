@@ -267,9 +267,11 @@ class UserIndex:
         chain, data = self._chain, delta.data
         dim = data.vectors.shape[1] if len(data.vectors) else chain.dim
         with chain.lock:
+            if chain.head is not self:
+                return None
             if not len(self._position) and chain.dim != dim:  # an empty bank takes any
                 chain.dim, chain.rows = dim, np.zeros((0, dim), dtype=np.float32)
-            if chain.head is not self or (len(data.ids) and dim != chain.dim):
+            if len(data.ids) and dim != chain.dim:
                 return None
             old = np.asarray([chain.slot_of.get(m, -1) for m in data.ids], dtype=np.int64)
             fresh = old < 0
@@ -320,8 +322,7 @@ class UserIndex:
                 if size_class(len(nxt)) != chain.ann.size_class or len(nxt) <= EXACT_LIMIT:
                     chain.ann = None  # trained again when a large search needs it
                 else:
-                    chain.ann.update(nxt._units_at(position[slots[position[slots] >= 0]]),
-                                     slots[position[slots] >= 0], dead)
+                    chain.ann.update(nxt._units_at(position[slots]), slots, dead)
             chain.head = nxt
             return nxt
 
