@@ -111,9 +111,14 @@ class MemoryConfig(BaseModel):
     reranker_batch: int = Field(1, ge=1, le=10_000,
                                 description="Feedback examples per persisted reranker step.")
     reranker_cache_bytes: int = Field(
-        64 * 2**20, ge=0, description="Memory for reranker weights read from the store (scope "
-                                      "'user': ~1.2 MB per trained user at 384 dimensions); the "
-                                      "least recently used are read again when needed.")
+        64 * 2**20, ge=0, description="Deprecated (use cache_bytes): when changed from its "
+                                      "default, it caps the one cache too.")
+    cache_bytes: int = Field(
+        2**30, ge=0, description="Memory for what is cached per user, in one least-recently-"
+                                 "used budget: search indexes (~6.5 KB per memory at 384 "
+                                 "dimensions and 2 turn vectors) and reranker weights (scope "
+                                 "'user': ~1.2 MB per trained user); evicted ones are read "
+                                 "again when needed.")
     segmentation: str | None = Field(
         None, description="embedding | fixed | llm | incremental; None = llm with an LLM, "
                           "else embedding.")

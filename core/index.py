@@ -12,13 +12,16 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .storage.base import IndexData
+from .ann import Ann, evenly, size_class
+from .bm25 import Lexicon
+from .slots import Chain
+from .storage.base import IndexData, IndexDelta
 from .tokens import tokenize
 
 QUESTION_WORDS = frozenset(
@@ -105,6 +108,14 @@ class _TurnRows:
         return out
 
 
+@dataclass(slots=True)
+class _Rows:
+    """Vector rows of some memories, each with the index of its memory among them."""
+
+    matrix: np.ndarray
+    owner: np.ndarray
+
+
 @dataclass(frozen=True, slots=True)
 class Corpus:
     """What BM25 knows of a corpus: documents, their mean length in tokens, and how many
@@ -112,7 +123,7 @@ class Corpus:
 
     n: int
     mean_length: float
-    freqs: Counter
+    freqs: Mapping[str, int]
 
     @classmethod
     def of(cls, docs: list[list[str]] | list[Counter]) -> Corpus:
@@ -173,57 +184,172 @@ class Candidates:
     scale: Scale | None = None
 
 
-class UserIndex:
-    """Immutable snapshot of one user's memories, rebuilt when the store's generation moves."""
+PER_MEMORY_BYTES = 400
+"""Estimated Python-object bytes per memory of an index: its id, metadata and speakers
+lists' entries and its slot in the id map (measured with tracemalloc, see tests)."""
 
-    def __init__(self, data: IndexData, stemmer: Callable | None = None) -> None:
-        self.generation = data.generation
-        self.ids = data.ids
-        self.owner = data.owner
-        self.vectors = data.vectors
+
+class UserIndex:
+    """Snapshot of one user's memories: each search sees one state, however the bank moves.
+
+    Built from the whole bank once (`UserIndex(data)`); later changes come in through
+    `apply`, which makes the next snapshot without reading or re-indexing the rest.
+    """
+
+    def __init__(self, data: IndexData, stemmer: Callable | None = None, *,
+                 trained: UserIndex | None = None) -> None:
+        """The index of a whole bank; `trained`: an earlier index of the same user, whose
+        approximate index's training is reused when the bank is still in its size class."""
         self.stemmer = stemmer
-        n = len(data.ids)
-        order = np.argsort(data.owner, kind="stable")
-        self._rows = order  # vector rows grouped by memory position, row 0 of each first
-        self._start = np.searchsorted(data.owner[order], np.arange(n + 1))
-        has = self._start[1:] > self._start[:-1]
         dim = data.vectors.shape[1] if len(data.vectors) else 0
-        self.units = np.zeros((n, dim), dtype=np.float32)
-        self.units[has] = data.vectors[order[self._start[:-1][has]]]
-        self._prev, self._next = _neighbours(data.sessions, n)
-        self._speakers = data.speakers
-        self._assistant: tuple[frozenset[str], np.ndarray] | None = None
-        self._keys = data.keys
-        self.metadata = data.metadata or [{} for _ in data.ids]
-        self.corpus = Corpus(0, 0.0, Counter())
-        """Document frequencies of the keys' BM25 tokens (filled with the BM25 index)."""
-        self._faiss = None  # built on first use: reflection needs only vectors, search
-        self._bm25 = None   # only BM25 and the unit matrix
-        self._ann = None
+        chain = Chain(dim)
+        n = len(data.ids)
+        slots = chain.append(data, 0, 0)
+        lexicon = Lexicon.build(tokenize(data.keys, stemmer))
+        position = np.arange(n, dtype=np.int64)
+        self._set(chain, data.generation, list(data.ids), list(data.metadata) or
+                  [{} for _ in data.ids], slots, position, chain.codes(data.sessions, slots),
+                  lexicon, max(data.seqs, default=0), len(data.owner))
+        before = trained._chain.ann if trained is not None else None
+        if before is not None and before.index.d == dim and n > EXACT_LIMIT:
+            chain.ann = Ann(self._units_at(np.arange(n)), slots, before)
+        chain.head = self
+
+    def _set(self, chain: Chain, generation: int, ids: list[str], metadata: list[dict],
+             slot: np.ndarray, position: np.ndarray, codes: np.ndarray, lexicon: Lexicon,
+             last_seq: int, n_rows: int) -> None:
+        self._chain = chain
+        self.generation = generation
+        self.ids = ids
+        self.metadata = metadata
+        self._slot = slot          # slot of each memory, in bank order
+        self._position = position  # position of each slot (-1: dead)
+        self._codes = codes
+        self._lexicon = lexicon
+        self.last_seq = last_seq
+        self._n_rows = n_rows
+        self._rows = chain.rows[:n_rows]
+        self._row_start = chain.row_start[:len(position)]
+        self._row_count = chain.row_count[:len(position)]
+        self._prev, self._next = _neighbours(codes)
         self._sample = None
 
     def __len__(self) -> int:
         return len(self.ids)
 
+    @property
+    def corpus(self) -> Corpus:
+        """Document frequencies and mean length of the keys' BM25 tokens."""
+        lex = self._lexicon
+        return Corpus(lex.n_docs, lex.total_length / max(lex.n_docs, 1), lex.frequencies())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this index holds: vectors, BM25 postings, the approximate index, its maps
+        (a snapshot's share of what it shares with older ones is counted in full)."""
+        chain = self._chain
+        arrays = (chain.rows, chain.row_slot, chain.row_start, chain.row_count, self._slot,
+                  self._position, self._codes, self._prev, self._next)
+        ann = chain.ann.nbytes if chain.ann is not None else 0
+        sampled = 0  # the sample's vectors, copied and kept once a large bank is searched
+        if len(self.ids) > Z_SAMPLE:
+            sample = evenly(len(self.ids), Z_SAMPLE)
+            sampled = int(self._row_count[self._slot[sample]].sum()) * chain.rows.itemsize * \
+                chain.dim
+        return (sum(a.nbytes for a in arrays) + self._lexicon.nbytes + ann + sampled
+                + PER_MEMORY_BYTES * len(self._position))
+
+    # changes ------------------------------------------------------------------------------
+    def apply(self, delta: IndexDelta) -> UserIndex | None:
+        """The next snapshot, with `delta`'s memories added or replaced and its removed ones
+        gone, at the cost of those alone; None when a full build is due instead (this is
+        not the newest snapshot, the change breaks bank order, or dead slots outnumber
+        the live ones)."""
+        chain, data = self._chain, delta.data
+        dim = data.vectors.shape[1] if len(data.vectors) else chain.dim
+        with chain.lock:
+            if chain.head is not self:
+                return None
+            if not len(self._position) and chain.dim != dim:  # an empty bank takes any
+                chain.dim, chain.rows = dim, np.zeros((0, dim), dtype=np.float32)
+            if len(data.ids) and dim != chain.dim:
+                return None
+            old = np.asarray([chain.slot_of.get(m, -1) for m in data.ids], dtype=np.int64)
+            fresh = old < 0
+            if any(s <= self.last_seq for s, f in zip(data.seqs, fresh) if f):
+                return None
+            gone = np.asarray([chain.slot_of[m] for m in delta.removed if m in chain.slot_of],
+                              dtype=np.int64)
+            dead = np.concatenate([gone, old[~fresh]])
+            n_slots = len(self._position) + len(data.ids)
+            if n_slots - (len(self) + int(fresh.sum()) - len(gone)) > max(len(self), 1024):
+                return None
+            lexicon = self._lexicon.extend(tokenize(data.keys, self.stemmer), dead)
+            if lexicon is None:
+                return None
+            slots = chain.append(data, len(self._position), self._n_rows)
+            for mid in delta.removed:
+                chain.slot_of.pop(mid, None)
+            codes = chain.codes(data.sessions, slots)
+            slot, ids, metadata = self._slot.copy(), self.ids, self.metadata
+            meta = data.metadata if len(data.metadata) == len(data.ids) else \
+                [{} for _ in data.ids]
+            at = self._position[old[~fresh]]  # replaced in place
+            slot[at] = slots[~fresh]
+            all_codes = self._codes.copy()
+            all_codes[at] = codes[~fresh]
+            if len(at):
+                metadata = list(metadata)
+                for p, m in zip(at, (m for m, f in zip(meta, fresh) if not f)):
+                    metadata[p] = m
+            if len(gone):
+                keep = np.ones(len(self), dtype=bool)
+                keep[self._position[gone]] = False
+                slot, all_codes = slot[keep], all_codes[keep]
+                ids = [m for m, k in zip(ids, keep) if k]
+                metadata = [m for m, k in zip(metadata, keep) if k]
+            ids = ids + [m for m, f in zip(data.ids, fresh) if f]
+            metadata = metadata + [m for m, f in zip(meta, fresh) if f]
+            slot = np.concatenate([slot, slots[fresh]])
+            position = np.full(n_slots, -1, dtype=np.int64)
+            position[slot] = np.arange(len(slot))
+            nxt = UserIndex.__new__(UserIndex)
+            nxt.stemmer = self.stemmer
+            nxt._set(chain, data.generation, ids, metadata, slot, position,
+                     np.concatenate([all_codes, codes[fresh]]), lexicon,
+                     max(self.last_seq, max(data.seqs, default=0)),
+                     self._n_rows + len(data.owner))
+            if chain.ann is not None:
+                if size_class(len(nxt)) != chain.ann.size_class or len(nxt) <= EXACT_LIMIT:
+                    chain.ann = None  # trained again when a large search needs it
+                else:
+                    chain.ann.update(nxt._units_at(position[slots]), slots, dead)
+            chain.head = nxt
+            return nxt
+
     # signals -----------------------------------------------------------------------------
     def lexical_scores(self, query: str) -> np.ndarray:
         """BM25 score of every memory for the query's content words."""
-        if not self.ids:
-            return np.zeros(0, dtype=np.float32)
-        if self._bm25 is None:  # threads may race here: each publishes a finished index
-            docs = tokenize(self._keys, self.stemmer)
-            self.corpus = Corpus.of(docs)
-            index = bm25_index(docs)
-            self._bm25 = False if index is None else index  # False: no key has a term
         tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
-        if not tokens or self._bm25 is False:
+        if not self.ids or not tokens:
             return np.zeros(len(self.ids), dtype=np.float32)
-        return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
+        return self._lexicon.scores(tokens)[self._slot]
+
+    def _units_at(self, positions: np.ndarray) -> np.ndarray:
+        """The own vectors of the memories at `positions` (zeros for one without vectors)."""
+        slots = self._slot[positions]
+        out = self._rows[self._row_start[slots]] if self._n_rows else \
+            np.zeros((len(slots), self._chain.dim), dtype=np.float32)
+        out[self._row_count[slots] == 0] = 0.0
+        return out
 
     def unit_scores(self, query: np.ndarray) -> np.ndarray:
         """Cosine between the query and each memory's own vector."""
-        return self.units @ query if len(self.units) and self.units.shape[1] else \
-            np.zeros(len(self.ids), dtype=np.float32)
+        if not self._n_rows:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        sims = (self._rows @ query)[self._row_start[self._slot]]
+        sims[self._row_count[self._slot] == 0] = 0.0
+        return sims
 
     def turn_scores(self, query: np.ndarray, positions: np.ndarray,
                     fallback: np.ndarray) -> np.ndarray:
@@ -232,73 +358,98 @@ class UserIndex:
 
     def rows_of(self, position: int) -> np.ndarray:
         """The vector rows of the memory at `position`: its own first, then its turns'."""
-        return self.vectors[self._rows[self._start[position]:self._start[position + 1]]]
+        slot = self._slot[position]
+        start = self._row_start[slot]
+        return self._rows[start:start + self._row_count[slot]]
 
     def assistant_only(self, weights: FusionWeights) -> np.ndarray:
         """Per memory: 1.0 when `weights` count its speakers as the assistant alone, else 0.0
         (kept for the last speaker names asked)."""
-        names = weights.assistant_speakers
-        if self._assistant is None or self._assistant[0] != names:
-            only = np.zeros(len(self.ids), dtype=np.float32)
-            if len(self._speakers) == len(self.ids):
-                only[:] = [weights.by_assistant(s) for s in self._speakers]
-            self._assistant = (names, only)
-        return self._assistant[1]
+        chain, names = self._chain, weights.assistant_speakers
+        with chain.lock:
+            known = chain.assistant
+            if known is None or known[0] != names:
+                known = (names, np.zeros(0, dtype=np.float32))
+            flags = known[1]
+            if len(flags) < len(self._position):
+                more = [weights.by_assistant(s) for s in
+                        chain.speakers[len(flags):len(self._position)]]
+                flags = np.concatenate([flags, np.asarray(more, dtype=np.float32)])
+                chain.assistant = (names, flags)
+        return flags[self._slot]
 
     def _turn_rows(self, positions: np.ndarray) -> _TurnRows:
-        starts, ends = self._start[positions] + 1, self._start[positions + 1]
-        counts = np.maximum(ends - starts, 0)
+        slots = self._slot[positions]
+        starts, counts = self._row_start[slots] + 1, np.maximum(self._row_count[slots] - 1, 0)
         has = counts > 0
         counts, starts = counts[has], starts[has]
         offsets = np.cumsum(counts) - counts
         within = np.arange(int(counts.sum())) - np.repeat(offsets, counts)
-        rows = self._rows[np.repeat(starts, counts) + within]
-        return _TurnRows(np.ascontiguousarray(self.vectors[rows]), offsets, has)
+        rows = np.repeat(starts, counts) + within
+        return _TurnRows(np.ascontiguousarray(self._rows[rows]), offsets, has)
 
     def _sampled(self) -> tuple[np.ndarray, np.ndarray, _TurnRows]:
-        """Z_SAMPLE memories spread over the bank, their unit vectors and turn rows."""
-        if self._sample is None:
-            positions = _spread(len(self.ids), Z_SAMPLE)
-            self._sample = (positions, np.ascontiguousarray(self.units[positions]),
-                            self._turn_rows(positions))
-        return self._sample
+        """Z_SAMPLE memories spread over the bank, their unit vectors and turn rows (kept
+        for large banks only: on a small one they are all its vectors, copied again)."""
+        if self._sample is not None:
+            return self._sample
+        positions = evenly(len(self.ids), Z_SAMPLE)
+        sample = (positions, np.ascontiguousarray(self._units_at(positions)),
+                  self._turn_rows(positions))
+        if len(self.ids) > Z_SAMPLE:
+            self._sample = sample
+        return sample
 
     def dense_scores(self, query: np.ndarray, depth: int) -> dict[int, float]:
-        """Best cosine per memory over all its vectors, for the top `depth` vector rows."""
-        if not len(self.vectors):
+        """Best cosine per memory over all its vectors, best first: the memories of the top
+        `depth` vector rows (on banks above EXACT_LIMIT, of the approximate index's nearest
+        memories)."""
+        if not self._n_rows or not len(self.ids):
             return {}
-        if self._faiss is None:
-            import faiss
+        if len(self.ids) > EXACT_LIMIT:
+            near = self._near(query, max(depth, DEPTH))
+            rows = self._rows_at(near)
+            sims = rows.matrix @ query
+            best = np.full(len(near), -np.inf, dtype=np.float32)
+            np.maximum.at(best, rows.owner, sims)
+            order = np.argsort(-best, kind="stable")[:depth]
+            return {int(near[i]): float(best[i]) for i in order if np.isfinite(best[i])}
+        sims = self._rows @ query
+        owners = self._position[self._chain.row_slot[:self._n_rows]]
+        sims[owners < 0] = -np.inf
+        depth = min(depth, int((owners >= 0).sum()))
+        if not depth:
+            return {}
+        cut = -np.partition(-sims, depth - 1)[depth - 1]
+        top = np.flatnonzero(sims >= cut)  # ties broken by bank order, as a rebuild would
+        top = top[np.lexsort((top, owners[top], -sims[top]))][:depth]
+        out: dict[int, float] = {}
+        for row in top:
+            out.setdefault(int(owners[row]), float(sims[row]))
+        return out
 
-            flat = faiss.IndexFlatIP(self.vectors.shape[1])
-            flat.add(np.ascontiguousarray(self.vectors, dtype=np.float32))
-            self._faiss = flat  # published only once filled: threads share this snapshot
-        depth = min(depth, self._faiss.ntotal)
-        sims, rows = self._faiss.search(query.reshape(1, -1).astype(np.float32), depth)
-        best: dict[int, float] = {}
-        for sim, row in zip(sims[0], rows[0]):
-            if row >= 0:
-                best.setdefault(int(self.owner[row]), float(sim))
-        return best
+    def _rows_at(self, positions: np.ndarray) -> _Rows:
+        """Every vector row of the memories at `positions`, with the index of its memory."""
+        slots = self._slot[positions]
+        counts = self._row_count[slots]
+        offsets = np.cumsum(counts) - counts
+        rows = np.repeat(self._row_start[slots], counts) + \
+            (np.arange(int(counts.sum())) - np.repeat(offsets, counts))
+        return _Rows(self._rows[rows], np.repeat(np.arange(len(positions)), counts))
 
-    def _ivf(self) -> Any:
-        """An IVF index (8-bit codes) over the unit vectors, built on first use.
-
-        Only large banks use it, for a shortlist: the shortlist is then scored exactly.
-        """
-        if self._ann is None:  # threads may race here: each publishes a finished index
-            import faiss
-
-            n, dim = self.units.shape
-            nlist = int(np.clip(4 * np.sqrt(n), 16, 8192))
-            ivf = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
-                                                faiss.ScalarQuantizer.QT_8bit,
-                                                faiss.METRIC_INNER_PRODUCT)
-            ivf.train(self.units[_spread(n, 40 * nlist)])
-            ivf.add(self.units)
-            ivf.nprobe = max(8, nlist // 20)
-            self._ann = ivf
-        return self._ann
+    def _near(self, query: np.ndarray, depth: int) -> np.ndarray:
+        """Positions of the approximate index's nearest memories (sorted, unique)."""
+        chain = self._chain
+        with chain.lock:
+            ann = chain.ann
+            if ann is None or ann.size_class != size_class(len(self)):
+                ann = Ann(self._units_at(np.arange(len(self))), self._slot, ann)
+                if chain.head is self:  # an older snapshot's stays its own
+                    chain.ann = ann
+        slots = ann.search(query, depth)
+        slots = slots[(slots >= 0) & (slots < len(self._position))]
+        positions = self._position[slots]
+        return np.unique(positions[positions >= 0])
 
     # ranking --------------------------------------------------------------------------------
     def search(self, query_text: str, query_vec: np.ndarray, *, top: int,
@@ -327,15 +478,14 @@ class UserIndex:
             shortlist = np.arange(n) if subset is None else subset
         else:
             unit_stats = _stats(sample_unit)
-            near = self._ivf().search(query_vec.reshape(1, -1).astype(np.float32), DEPTH)[1][0]
             listed = np.zeros(n, dtype=bool)
-            listed[near[near >= 0]] = True
+            listed[self._near(query_vec, DEPTH)] = True
             listed[np.argpartition(lexical, n - LEXICAL_DEPTH)[n - LEXICAL_DEPTH:]] = True
             if subset is not None:
                 listed &= _mask(n, subset)
             shortlist = np.flatnonzero(listed)
             unit = np.zeros(n, dtype=np.float32)  # filled below for the shortlist and pool
-            unit[shortlist] = self.units[shortlist] @ query_vec
+            unit[shortlist] = self._units_at(shortlist) @ query_vec
             if not len(shortlist):
                 return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         lexical_stats = _stats(lexical)
@@ -357,7 +507,7 @@ class UserIndex:
                 pool = pool[_mask(n, subset)[pool]]
             if not exhaustive:
                 added = pool[~listed[pool]]  # neighbours outside the shortlist
-                unit[added] = self.units[added] @ query_vec
+                unit[added] = self._units_at(added) @ query_vec
         everyone = n <= Z_SAMPLE  # else estimate the turn signal's spread from the sample
         turn_sample = sample_turns.best(query_vec, sample_unit)
         mean, std = _stats(turn_sample)
@@ -394,10 +544,6 @@ def _mask(n: int, positions: np.ndarray) -> np.ndarray:
     return out
 
 
-def _spread(n: int, count: int) -> np.ndarray:
-    """`count` positions spread evenly over `n` (all of them when n <= count)."""
-    return np.arange(n) if n <= count else np.linspace(0, n - 1, count).astype(np.int64)
-
 
 def _stats(values: np.ndarray) -> tuple[float, float]:
     """Mean and spread for z-scores (spread 1 when the values are all equal)."""
@@ -408,15 +554,14 @@ def _scaled(values: np.ndarray, stats: tuple[float, float]) -> np.ndarray:
     return (values - stats[0]) / stats[1]
 
 
-def _neighbours(sessions: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+def _neighbours(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Position of the previous and next memory of the same session (-1 when none)."""
+    n = len(codes)
     prev = np.full(n, -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
-    if len(sessions) == n and n > 1:
-        same = np.asarray([a == b for a, b in zip(sessions[:-1], sessions[1:])])
-        idx = np.arange(1, n)[same]
-        prev[idx] = idx - 1
-        nxt[idx - 1] = idx
+    idx = np.flatnonzero(codes[1:] == codes[:-1]) + 1
+    prev[idx] = idx - 1
+    nxt[idx - 1] = idx
     return prev, nxt
 
 

@@ -26,6 +26,7 @@ from .errors import DuplicateTurnError, FeedbackError, InvalidInputError, NotFou
 from .extract import Extractor
 from .index import FusionWeights, Scale, UserIndex, english_stemmer
 from .llm import MeteredLLM, metered, usage_scope
+from .lru import ByteLRU
 from .metadata import check_filters, check_metadata, matches
 from .pipeline import build_pipeline
 from .provisional import OpenTurns
@@ -86,8 +87,10 @@ class ReflectiveMemory:
             self.config.lexical_weight, self.config.dense_weight, self.config.turn_weight,
             self.config.neighbour_smoothing, self.config.assistant_weight,
             frozenset(s.casefold() for s in self.config.assistant_speakers))
-        self._indexes: OrderedDict[str, UserIndex] = OrderedDict()
+        self._cache: ByteLRU[Any] = ByteLRU(cache_budget(self.config))
+        """Users' search indexes and reranker weights, in one byte budget."""
         self._index_lock = threading.Lock()
+        self._build_locks = [threading.Lock() for _ in range(64)]
         self._reflector = Reflector(store, self.embedder, self.pipeline, self._index,
                                     turn_vectors=self.config.turn_vectors,
                                     memory_vector=self.config.memory_vector,
@@ -99,7 +102,7 @@ class ReflectiveMemory:
             self._reflector.after_commit = keeper_for(store, self.embedder, self.config,
                                                       self.llm)
         self._database = DatabaseSearcher(store, self._weights, self.config.search_backend)
-        self._reranker = LearnedReranker(store, self.config)
+        self._reranker = LearnedReranker(store, self.config, cache=self._cache)
         self._open_turns = OpenTurns(store, self.embedder, unit_words=unit_words(self.config),
                                      stemmer=self._stemmer)
         self._last_sweep: dict[str, float] = {}
@@ -554,8 +557,7 @@ class ReflectiveMemory:
         user_id = check_id(user_id, "user_id")
         self._reranker.forget(user_id)
         self.store.forget(user_id)
-        with self._index_lock:
-            self._indexes.pop(user_id, None)
+        self._cache.pop(_index_key(user_id))
 
     @property
     def workflows(self) -> WorkflowMemory:
@@ -632,19 +634,40 @@ class ReflectiveMemory:
 
     # internals ---------------------------------------------------------------------------------
     def _index(self, user_id: str) -> UserIndex:
-        """The user's index, rebuilt only when the store's generation for them moved."""
+        """The user's index as of the store's generation for them: the cached one, brought
+        up to date with what changed since (`UserIndex.apply`), or built afresh."""
         generation = self.store.generation(user_id)
-        with self._index_lock:
-            cached = self._indexes.get(user_id)
+        key = _index_key(user_id)
+        cached = self._cache.get(key)
+        if cached is not None and cached.generation == generation:
+            return cached
+        # one thread updates or builds a user's index; the others then find it done
+        with self._build_locks[hash(user_id) % len(self._build_locks)]:
+            cached = self._cache.get(key)
             if cached is not None and cached.generation == generation:
-                self._indexes.move_to_end(user_id)
                 return cached
-        index = UserIndex(self.store.index_data(user_id), self._stemmer)
-        with self._index_lock:
-            self._indexes[user_id] = index
-            while len(self._indexes) > 64:
-                self._indexes.popitem(last=False)
+            index = None
+            if cached is not None:
+                delta = self.store.index_changes(user_id, cached.generation)
+                index = cached.apply(delta) if delta is not None else None
+            if index is None:
+                index = UserIndex(self.store.index_data(user_id), self._stemmer,
+                                  trained=cached)
+            self._cache.put(key, index, index.nbytes)
         return index
+
+
+def _index_key(user_id: str) -> str:
+    """The cache key of a user's index (reranker weights are cached under their names)."""
+    return f"index:{user_id}"
+
+
+def cache_budget(config: MemoryConfig) -> int:
+    """`cache_bytes`, capped by the deprecated `reranker_cache_bytes` when that was changed."""
+    default = MemoryConfig.model_fields["reranker_cache_bytes"].default
+    if config.reranker_cache_bytes != default:
+        return min(config.cache_bytes, config.reranker_cache_bytes)
+    return config.cache_bytes
 
 
 def _check_dimension(store: Store, embedder: Embedder) -> None:

@@ -185,9 +185,8 @@ class Reflector:
         index = self.index_for(user_id)
         if not len(index) or not key_vecs:
             return [[] for _ in key_vecs]
-        other = {p for p, m in enumerate(index.metadata) if m != state.metadata}
         found = [{p: s for p, s in index.dense_scores(v, self.neighbours * 8).items()
-                  if p not in other} for v in key_vecs]
+                  if index.metadata[p] == state.metadata} for v in key_vecs]
         wanted = list(dict.fromkeys(p for f in found for p in list(f)[: self.neighbours]))
         by_pos = dict(zip(wanted, self.store.memories(
             user_id, [index.ids[p] for p in wanted], with_versions=False)))

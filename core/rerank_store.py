@@ -134,11 +134,14 @@ class WeightStore:
         their queued steps logged."""
         queued = self._pending.get(name)
         size = snapshot.nbytes + (self.model.nbytes(queued[1]) if queued else 0)
-        for evicted in self._cache.put(name, snapshot, size):
-            with self._lock:
-                queued = self._pending.pop(evicted, None)
-            if queued is not None:
-                self.store.append_state_delta(evicted, self._delta(queued[1], queued[0]))
+        self._cache.put(name, snapshot, size, on_evict=self._evicted)
+
+    def _evicted(self, name: str, _snapshot: Snapshot) -> None:
+        """Log the queued steps of weights evicted from the cache (by any owner's put)."""
+        with self._lock:
+            queued = self._pending.pop(name, None)
+        if queued is not None:
+            self.store.append_state_delta(name, self._delta(queued[1], queued[0]))
 
     def current(self, name: str, dim: int) -> Any:
         """The weights last seen by this process (gradients need not be perfectly fresh)."""

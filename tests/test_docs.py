@@ -43,7 +43,7 @@ CONFIG_GROUPS: dict[str, list[str]] = {
     "Sessions and reflection": ["session_idle_timeout", "session_max_turns",
                                 "reflection_max_attempts", "reflection_retry_delay",
                                 "background_reflection", "reflection_interval", "progress"],
-    "Storage": ["synchronous", "search_backend"],
+    "Storage": ["synchronous", "search_backend", "cache_bytes"],
     "Learned reranker": ["reranker", "reranker_weights", "reranker_scope",
                          "reranker_learning_rate", "reranker_baseline",
                          "reranker_temperature", "reranker_combine", "reranker_mix",

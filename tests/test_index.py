@@ -70,5 +70,5 @@ def test_small_banks_are_always_exhaustive(embedder):
     vec = embedder.embed(["note 7"])[0]
     assert list(index.search("note 7", vec, top=10, exact=False).positions) == \
         list(index.search("note 7", vec, top=10, exact=True).positions)
-    assert index._ann is None  # no approximate index was built
+    assert index._chain.ann is None  # no approximate index was built
     assert EXACT_LIMIT > 2 * (DEPTH + LEXICAL_DEPTH)

@@ -274,7 +274,8 @@ def test_per_user_weights_stay_within_the_bound_and_survive_eviction(open_memory
         mem.feedback(res, cited=[res[-1].memory.id])
         trained[user] = scores(mem, user)
         assert mem._reranker.weights._cache.nbytes <= 8 * 2**20
-    assert len(mem._reranker.weights._cache) < 10
+    # the cache is shared with the users' search indexes: count the weights only
+    assert len([k for k in mem._cache.keys() if not k.startswith("index:")]) < 10
     for user in users:
         assert scores(mem, user) == trained[user]
         assert mem._reranker.weights._cache.nbytes <= 8 * 2**20

@@ -1,4 +1,5 @@
-"""`rmm bench speed`: search latency on a large synthetic bank, against raw faiss in one run."""
+"""`rmm bench speed`: search latency on a large synthetic bank against raw faiss in one run,
+the first search after a new session, many users in one process, ingest on a large bank."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ..embed import Embedder, default_embedder
 from ..index import EXACT_LIMIT
 from ..memory import ReflectiveMemory
 from ..storage.base import NewMemory
-from ..storage.sqlite import new_memory_id
+from ..storage.sql import new_memory_id
 from ..types import Memory, Turn
 
 _WORDS = ("alice bob carol dave painting hiking guitar piano camping budget mortgage garden "
@@ -33,15 +34,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="turn vectors per memory besides its own (LoCoMo has 2-5)")
     parser.add_argument("--queries", type=int, default=300, help="timed searches")
     parser.add_argument("--k", type=int, default=5, help="hits per search")
+    parser.add_argument("--sessions", type=int, default=20,
+                        help="2-turn sessions ended, each followed by a timed first search")
     parser.add_argument("--db", default=None, help="store (default: a temporary SQLite file)")
+    parser.add_argument("--users", type=int, default=None, metavar="N",
+                        help="instead: N users of --memories memories each in one process, "
+                             "each searched cold (index built) then warm, within --cache-bytes")
+    parser.add_argument("--cache-bytes", type=float, default=2**30,
+                        help="the memory's cache_bytes (default 1 GiB)")
+    parser.add_argument("--ingest-sessions", type=int, default=None, metavar="N",
+                        help="instead: the time to reflect N 3-turn sessions into an empty "
+                             "bank against N more into a bank of --memories memories")
     parser.add_argument("--postgres", nargs="?", const="auto", default=None, metavar="URL",
                         help="on PostgreSQL + pgvector instead: in-database search beside "
                              "in-process search of one bank (no URL: start a throw-away "
                              "server with pgserver)")
 
 
-def synthetic_bank(n: int, embedder: Embedder, *, turns: int = 2,
-                   seed: int = 0) -> tuple[list[str], np.ndarray]:
+def synthetic_bank(n: int, embedder: Embedder, *, turns: int = 2, seed: int = 0,
+                   word_vecs: np.ndarray | None = None) -> tuple[list[str], np.ndarray]:
     """Random 12-word texts and their vectors, shape (n, 1 + turns, dim).
 
     A text's vector is the mean of its words' embeddings plus noise, and each turn vector
@@ -52,7 +63,8 @@ def synthetic_bank(n: int, embedder: Embedder, *, turns: int = 2,
     words = np.asarray(_WORDS)
     picks = rng.integers(0, len(words), size=(n, 12))
     texts = [" ".join(row) for row in words[picks]]
-    word_vecs = embedder.embed(list(words))
+    if word_vecs is None:
+        word_vecs = embedder.embed(list(words))
     parts = [picks] + [picks[:, 4 * (t % 3): 4 * (t % 3) + 4] for t in range(turns)]
     vectors = np.stack([word_vecs[p].mean(axis=1) for p in parts], axis=1)
     vectors += 0.05 * rng.standard_normal(vectors.shape).astype(np.float32)
@@ -60,20 +72,30 @@ def synthetic_bank(n: int, embedder: Embedder, *, turns: int = 2,
     return texts, vectors.astype(np.float32)
 
 
-def fill(mem: ReflectiveMemory, user_id: str, texts: list[str], vectors: np.ndarray) -> None:
-    """Write the bank straight into the store as one committed reflection."""
-    store = mem.store
-    store.append_turns(user_id, "synthetic", [Turn("bench", "synthetic bank")], None,
-                       time.time())
-    adds = [NewMemory(Memory(id=new_memory_id(), user_id=user_id, text=t, key=t,
-                             refs=["synthetic:1"]), v)
-            for t, v in zip(texts, vectors)]
-    store.commit_reflection(user_id, "synthetic", 0, 1, adds, [])
+def fill(mem: ReflectiveMemory, user_id: str, texts: list[str], vectors: np.ndarray,
+         chunk: int = 20_000) -> None:
+    """Write the bank straight into the store, `chunk` memories a transaction."""
+    for start in range(0, len(texts), chunk):
+        mem.store.add_memories(user_id, [
+            NewMemory(Memory(id=new_memory_id(), user_id=user_id, text=t, key=t, refs=[]), v)
+            for t, v in zip(texts[start:start + chunk], vectors[start:start + chunk])],
+            source="bench")
+
+
+def rss_mb() -> tuple[float, float]:
+    """This process's resident memory now and at its peak, in MiB (Linux)."""
+    status = Path("/proc/self/status").read_text()
+    values = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return (int(values["VmRSS"].split()[0]) / 1024, int(values["VmHWM"].split()[0]) / 1024)
+
+
+def chat_session(rng: np.random.Generator, turns: int = 2) -> list[Turn]:
+    """A short user/assistant exchange of random bank words."""
+    return [Turn("user" if i % 2 == 0 else "assistant",
+                 " ".join(rng.choice(_WORDS, size=10))) for i in range(turns)]
 
 
 def run(args: argparse.Namespace) -> int:
-    import faiss
-
     if args.postgres:
         from .speed_pg import run_speed_postgres
 
@@ -81,54 +103,165 @@ def run(args: argparse.Namespace) -> int:
                            memories=args.memories, queries=args.queries, k=args.k,
                            turns=args.turns)
         return 0
-
     embedder = default_embedder()
+    runner = (run_users if args.users else run_ingest if args.ingest_sessions
+              else run_bank)
+    with tempfile.TemporaryDirectory() as tmp:
+        target = args.db or str(Path(tmp) / "speed.sqlite")
+        mem = ReflectiveMemory.open(target, embedder=embedder, progress=False,
+                                    cache_bytes=int(args.cache_bytes))
+        try:
+            runner(mem, args)
+        finally:
+            mem.close()
+    return 0
+
+
+def run_bank(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
+    """One user's bank: search against raw faiss with the same kind of index, the first
+    search after each new session, RSS."""
+    embedder = mem.embedder
     texts, vectors = synthetic_bank(args.memories, embedder, turns=args.turns)
     rng = np.random.default_rng(1)
     queries = [" ".join(rng.choice(_WORDS, size=6)) for _ in range(args.queries)]
-    with tempfile.TemporaryDirectory() as tmp:
-        target = args.db or str(Path(tmp) / "speed.sqlite")
-        mem = ReflectiveMemory.open(target, embedder=embedder, progress=False)
-        user = f"speed-{args.memories}"
-        mem.forget(user_id=user)
-        t0 = time.perf_counter()
-        fill(mem, user, texts, vectors)
-        write_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        mem.search(queries[0], user_id=user, k=args.k)  # loads and indexes the bank
-        build_s = time.perf_counter() - t0
-        flat = faiss.IndexFlatIP(embedder.dim)
-        flat.add(np.ascontiguousarray(vectors[:, 0]))
-        # one loop per system: interleaved, each library's idle spinning threads (OpenMP,
-        # BLAS) would slow the other down and the figures would measure that instead
-        search_ms = _timed(lambda q: mem.search(q, user_id=user, k=args.k), queries)
-        embed_ms = _timed(lambda q: embedder.embed([q]), queries)
-        query_vecs = embedder.embed(queries)
-        faiss_ms = _timed(lambda v: flat.search(v[None, :], mem.config.candidates), query_vecs)
-        agreement = exact_agreement(mem, user, queries[:100], mem.config.candidates)
-        mem.forget(user_id=user)
-        mem.close()
+    user = f"speed-{args.memories}"
+    mem.forget(user_id=user)
+    t0 = time.perf_counter()
+    fill(mem, user, texts, vectors)
+    write_s = time.perf_counter() - t0
+    del texts, vectors
+    t0 = time.perf_counter()
+    mem.search(queries[0], user_id=user, k=args.k)  # loads and indexes the bank
+    build_s = time.perf_counter() - t0
+    index = mem._index(user)
+    rss, peak = rss_mb()
+    search_ms = _timed(lambda q: mem.search(q, user_id=user, k=args.k), queries)
+    embed_ms = _timed(lambda q: embedder.embed([q]), queries)
+    query_vecs = embedder.embed(queries)
+    units = index._units_at(np.arange(len(index)))
+    top = mem.config.candidates
+    raw, raw_name = _raw_faiss(units, len(index) > EXACT_LIMIT)
+    del units
+    faiss_ms = _timed(lambda v: raw.search(v[None, :], top), query_vecs)
+    agreement = exact_agreement(mem, user, queries[:100], top)
+    first_ms, cached_ms, reflect_ms = _after_sessions(mem, user, queries, args)
     s50, s95 = np.percentile(search_ms, [50, 95])
     e50 = float(np.median(embed_ms))
     f50, f95 = np.percentile(faiss_ms, [50, 95])
-    retrieval = np.asarray(search_ms) - np.asarray(embed_ms)
-    r50, r95 = np.percentile(retrieval, [50, 95])
+    r50, r95 = np.percentile(np.asarray(search_ms) - np.asarray(embed_ms), [50, 95])
     mode = "exhaustive" if args.memories <= EXACT_LIMIT else "IVF shortlist"
     print(f"bank: {args.memories} memories x {1 + args.turns} vectors, dim {embedder.dim} "
           f"({mode}); write {write_s:.1f} s, load + index {build_s:.1f} s; "
           f"{args.queries} queries, k={args.k}")
-    print(f"{'':<34}{'p50 ms':>10}{'p95 ms':>10}")
-    print(f"{'rmm search (end to end)':<34}{s50:>10.2f}{s95:>10.2f}")
-    print(f"{'  query embedding':<34}{e50:>10.2f}")
-    print(f"{'  retrieval (search - embedding)':<34}{r50:>10.2f}{r95:>10.2f}")
-    print(f"{'raw faiss IndexFlatIP, same vectors':<34}{f50:>10.2f}{f95:>10.2f}")
+    print(f"RSS after load + index: {rss:.0f} MiB (peak so far {peak:.0f} MiB); index "
+          f"{index.nbytes / 2**20:.0f} MiB by its own count")
+    print(f"{'':<40}{'p50 ms':>10}{'p95 ms':>10}")
+    print(f"{'rmm search (end to end)':<40}{s50:>10.2f}{s95:>10.2f}")
+    print(f"{'  query embedding':<40}{e50:>10.2f}")
+    print(f"{'  retrieval (search - embedding)':<40}{r50:>10.2f}{r95:>10.2f}")
+    print(f"{'raw faiss ' + raw_name:<40}{f50:>10.2f}{f95:>10.2f}")
     raw_e2e = float(np.median(np.asarray(embed_ms) + np.asarray(faiss_ms)))
-    print(f"{'raw faiss + query embedding':<34}{raw_e2e:>10.2f}")
+    print(f"{'raw faiss + query embedding':<40}{raw_e2e:>10.2f}")
     print(f"ratio (p50): rmm end to end / (embedding + raw faiss) {s50 / raw_e2e:.2f}x; "
           f"rmm retrieval / raw faiss {r50 / f50:.2f}x")
-    print(f"top-{mem.config.candidates} candidates shared with exhaustive scoring: "
-          f"{100 * agreement:.1f}% (100 queries)")
-    return 0
+    print(f"top-{top} candidates shared with exhaustive scoring: {100 * agreement:.1f}% "
+          f"(100 queries)")
+    if first_ms:
+        a50, a95 = np.percentile(first_ms, [50, 95])
+        c50 = float(np.median(cached_ms))
+        print(f"after each of {len(first_ms)} new 2-turn sessions (end_session p50 "
+              f"{np.median(reflect_ms):.0f} ms): first search p50 {a50:.1f} ms / p95 "
+              f"{a95:.1f} ms, a cached search {c50:.1f} ms: {a50 - c50:+.1f} ms")
+
+
+def _raw_faiss(units: np.ndarray, approximate: bool) -> tuple[Any, str]:
+    """Raw faiss over the bank's unit vectors with the index rmm uses on such a bank: the
+    same IVF (8-bit codes, nlist, nprobe, training sample) on large ones, else a flat scan."""
+    import faiss
+
+    n, dim = units.shape
+    if not approximate:
+        flat = faiss.IndexFlatIP(dim)
+        flat.add(units)
+        return flat, "IndexFlatIP, same vectors"
+    nlist = int(np.clip(4 * np.sqrt(n), 16, 8192))
+    ivf = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
+                                        faiss.ScalarQuantizer.QT_8bit,
+                                        faiss.METRIC_INNER_PRODUCT)
+    ivf.train(units[np.linspace(0, n - 1, min(n, 40 * nlist)).astype(np.int64)])
+    ivf.add(units)
+    ivf.nprobe = max(8, nlist // 20)
+    return ivf, f"IVF-SQ8 nlist {nlist} nprobe {ivf.nprobe}"
+
+
+def _after_sessions(mem: ReflectiveMemory, user: str, queries: list[str],
+                    args: argparse.Namespace) -> tuple[list[float], list[float], list[float]]:
+    """Per new 2-turn session: the time of end_session, of the first search after it and
+    of a second (cached) search."""
+    rng = np.random.default_rng(2)
+    first, cached, reflect = [], [], []
+    for i in range(args.sessions):
+        mem.append(chat_session(rng), user_id=user, session_id=f"new-{i}")
+        t0 = time.perf_counter()
+        mem.end_session(user_id=user, session_id=f"new-{i}")
+        reflect.append(1000 * (time.perf_counter() - t0))
+        q = queries[i % len(queries)]
+        first += _timed(lambda q: mem.search(q, user_id=user, k=args.k), [q])
+        cached += _timed(lambda q: mem.search(q, user_id=user, k=args.k), [q])
+    return first, cached, reflect
+
+
+def run_users(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
+    """Many small users in one process: each searched cold, then all again, RSS."""
+    n_users, per_user = args.users, args.memories
+    word_vecs = mem.embedder.embed(list(_WORDS))
+    users = [f"user-{i}" for i in range(n_users)]
+    t0 = time.perf_counter()
+    for i, user in enumerate(users):  # each user's bank made as it is written
+        fill(mem, user, *synthetic_bank(per_user, mem.embedder, turns=args.turns, seed=i,
+                                        word_vecs=word_vecs))
+    write_s = time.perf_counter() - t0
+    rng = np.random.default_rng(1)
+    queries = [" ".join(rng.choice(_WORDS, size=6)) for _ in range(n_users)]
+    order = rng.permutation(n_users)
+    cold = _timed(lambda i: mem.search(queries[i], user_id=users[i], k=args.k), order)
+    rss_cold, _ = rss_mb()
+    again = _timed(lambda i: mem.search(queries[i], user_id=users[i], k=args.k), order)
+    rss, peak = rss_mb()
+    print(f"{n_users} users x {per_user} memories x {1 + args.turns} vectors in one process, "
+          f"cache_bytes {args.cache_bytes / 2**20:.1f} MiB; write {write_s:.0f} s")
+    print(f"cold search (index built from the store) p50 {np.median(cold):.1f} ms, p95 "
+          f"{np.percentile(cold, 95):.1f} ms")
+    print(f"second pass over every user p50 {np.median(again):.1f} ms, p95 "
+          f"{np.percentile(again, 95):.1f} ms ({len(mem._cache)} entries cached, "
+          f"{mem._cache.nbytes / 2**20:.2f} MiB by their own count)")
+    print(f"RSS after the cold pass {rss_cold:.0f} MiB, after the second {rss:.0f} MiB, "
+          f"peak {peak:.0f} MiB")
+
+
+def run_ingest(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
+    """Reflection speed: N sessions into an empty bank, against N more into a large one."""
+    n = args.ingest_sessions
+    rng = np.random.default_rng(3)
+    user = "ingest"
+
+    def ingest(tag: str) -> float:
+        t0 = time.perf_counter()
+        for i in range(n):
+            mem.add_session(chat_session(rng, 3), user_id=user, session_id=f"{tag}-{i}")
+        return time.perf_counter() - t0
+
+    first = ingest("first")
+    size = len(mem._index(user))
+    texts, vectors = synthetic_bank(max(args.memories - size, 0), mem.embedder,
+                                    turns=args.turns)
+    fill(mem, user, texts, vectors)
+    mem.search("warm the index", user_id=user)
+    big = len(mem._index(user))
+    last = ingest("last")
+    print(f"{n} 3-turn sessions reflected into an empty bank: {first:.1f} s "
+          f"({1000 * first / n:.0f} ms a session); {n} more into a bank of {big} memories: "
+          f"{last:.1f} s ({1000 * last / n:.0f} ms a session); ratio {last / first:.2f}x")
 
 
 def _timed(call: Callable[[Any], Any], items: Any) -> list[float]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..types import Memory, Turn
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _LEGACY_USER_STATE = {"reranker/user/": "reranker", "workflows/user/": "workflows"}
 """Schema 2 names of per-user state (prefix + user id) → their name under the hashed id."""
@@ -109,6 +109,18 @@ class IndexData:
     """Each memory's metadata, in `ids` order (what search filters match)."""
     speakers: list[list[str]] = field(default_factory=list)
     """Who wrote each memory's turns, in `ids` order."""
+    seqs: list[int] = field(default_factory=list)
+    """Each memory's place in the user's bank (ascending, like `ids`): new ones come last."""
+
+
+@dataclass(slots=True)
+class IndexDelta:
+    """What changed in a user's memories since a cached index's generation: the changed
+    memories as they are now (`data`, whose generation is the current one) and the ids of
+    those deleted."""
+
+    data: IndexData
+    removed: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +234,11 @@ class Store(ABC):
     @abstractmethod
     def generation(self, user_id: str) -> int:
         """A counter that changes whenever the user's memories change (cache key)."""
+
+    def index_changes(self, user_id: str, since: int) -> IndexDelta | None:
+        """What changed in the user's memories since generation `since`, so that a cached
+        index takes only that; None when the store cannot tell (build from `index_data`)."""
+        return None
 
     @abstractmethod
     def forget(self, user_id: str) -> None:

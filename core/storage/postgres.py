@@ -79,6 +79,13 @@ ALTER TABLE sessions ADD COLUMN IF NOT EXISTS reflect_failures INTEGER NOT NULL 
 ALTER TABLE sessions ADD COLUMN IF NOT EXISTS metadata TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE memories ADD COLUMN IF NOT EXISTS metadata TEXT NOT NULL DEFAULT '{}';
 """,
+    6: """
+CREATE TABLE IF NOT EXISTS memory_changes (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, user_id TEXT NOT NULL,
+    generation BIGINT NOT NULL, memory_id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS memory_changes_by_user ON memory_changes (user_id, seq);
+CREATE INDEX IF NOT EXISTS memory_changes_by_generation ON memory_changes (user_id, generation);
+""",
 }
 """Schema version → DDL that brings the previous version to it; applied in order on open."""
 

@@ -22,6 +22,7 @@ from ..types import Memory, MemoryVersion, Turn, from_iso, iso, utcnow
 from .base import (
     AttrsUpdate,
     IndexData,
+    IndexDelta,
     MergeInto,
     NewMemory,
     SessionState,
@@ -33,8 +34,13 @@ from .base import (
 APP_ID = "rmm_core"
 
 USER_TABLES = ("turns", "sessions", "memories", "memory_vectors", "memory_versions",
-               "user_state", "feedback_log", "llm_usage")
+               "user_state", "feedback_log", "llm_usage", "memory_changes")
 """Every table holding a user's data; `forget` empties each of them for that user."""
+
+CHANGE_LOG_KEEP = 4096
+"""Entries of the memory change log kept per user (an index older than that is rebuilt)."""
+_REBUILD = ""
+"""The change-log entry of a change too large to log memory by memory."""
 
 _SESSION_COLS = "user_id, session_id, status, started_at, last_activity, n_turns, reflected"
 _SESSION_READ = (f"{_SESSION_COLS}, reflect_failures, reflect_error, reflect_retry_at, "
@@ -280,7 +286,7 @@ class SQLStore(Store):
                    "WHERE user_id = ? AND session_id = ?",
                    (reflected, reflected, user_id, session_id))
             if touched:
-                self._bump(db, user_id)
+                self._bump(db, user_id, touched)
         return self.memories(user_id, list(dict.fromkeys(touched)))
 
     def _insert_memories(self, db: Tx, user_id: str, adds: Sequence[NewMemory],
@@ -311,7 +317,7 @@ class SQLStore(Store):
         with self._tx(f"user:{user_id}") as db:
             self._insert_memories(db, user_id, adds, iso(utcnow()), source)
             if adds:
-                self._bump(db, user_id)
+                self._bump(db, user_id, [new.memory.id for new in adds])
         return self.memories(user_id, [new.memory.id for new in adds])
 
     def update_memory(self, user_id: str, memory_id: str, text: str, key: str,
@@ -333,7 +339,7 @@ class SQLStore(Store):
             db.run("DELETE FROM memory_vectors WHERE memory_id = ? AND user_id = ?",
                    (memory_id, user_id))
             db.many(_VECTOR_INSERT, self._vector_rows(memory_id, user_id, vectors))
-            self._bump(db, user_id)
+            self._bump(db, user_id, [memory_id])
         return self.memories(user_id, [memory_id])[0]
 
     def delete_memory(self, user_id: str, memory_id: str) -> None:
@@ -344,7 +350,7 @@ class SQLStore(Store):
             for table in ("memory_versions", "memory_vectors"):
                 db.run(f"DELETE FROM {table} WHERE memory_id = ? AND user_id = ?",
                        (memory_id, user_id))
-            self._bump(db, user_id)
+            self._bump(db, user_id, [memory_id])
 
     def open_turns(self, user_id: str) -> list[tuple[Turn, dict[str, Any]]]:
         rows = self._read("SELECT t.speaker, t.text, t.turn_id, t.ts, t.session_id, s.metadata "
@@ -380,11 +386,22 @@ class SQLStore(Store):
         return [(memory_id, user_id, i, self._vec_param(np.asarray(v, dtype=np.float32)))
                 for i, v in enumerate(np.atleast_2d(vectors))]
 
-    def _bump(self, db: Tx, user_id: str) -> None:
+    def _bump(self, db: Tx, user_id: str, changed: Sequence[str]) -> None:
+        """A new generation for the user, with the memories it changed logged for
+        `index_changes` (the last CHANGE_LOG_KEEP entries per user are kept; a change larger
+        than that is logged as one entry that says "rebuild")."""
         # a random token, not a counter: it must differ even after forget() and re-adding
+        generation = secrets.randbits(62) + 1
         db.run("INSERT INTO user_state (user_id, generation) VALUES (?, ?) "
                "ON CONFLICT (user_id) DO UPDATE SET generation = excluded.generation",
-               (user_id, secrets.randbits(62) + 1))
+               (user_id, generation))
+        ids = list(dict.fromkeys(changed))
+        db.many("INSERT INTO memory_changes (user_id, generation, memory_id) VALUES (?, ?, ?)",
+                [(user_id, generation, mid) for mid in ids] if len(ids) <= CHANGE_LOG_KEEP
+                else [(user_id, generation, _REBUILD)])
+        db.run("DELETE FROM memory_changes WHERE user_id = ? AND seq <= (SELECT seq FROM "
+               "memory_changes WHERE user_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+               (user_id, user_id, CHANGE_LOG_KEEP))
 
     def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
         now = iso(utcnow())
@@ -413,7 +430,7 @@ class SQLStore(Store):
                            (up.memory_id, user_id, (version or 0) + 1, row[0], row[1],
                             up.reason, now, up.source))
             if updates:
-                self._bump(db, user_id)
+                self._bump(db, user_id, [u.memory_id for u in updates])
         return self.memories(user_id, list(dict.fromkeys(u.memory_id for u in updates)))
 
     def memories(self, user_id: str, ids: Sequence[str] | None = None, *,
@@ -458,10 +475,47 @@ class SQLStore(Store):
     def index_data(self, user_id: str) -> IndexData:
         with self._snapshot() as db:
             row = db.one("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
-            mem_rows = db.all("SELECT id, key, session_ids, metadata, speakers FROM memories "
-                              "WHERE user_id = ? ORDER BY seq", (user_id,))
+            return self._index_rows(db, user_id, row[0] if row else 0)
+
+    def index_changes(self, user_id: str, since: int) -> IndexDelta | None:
+        with self._snapshot() as db:
+            row = db.one("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
+            generation = row[0] if row else 0
+            if generation == since or not since:  # not since: from an empty bank
+                data = self._index_rows(db, user_id, generation, [] if since else None)
+                return IndexDelta(data, [])
+            start = db.one("SELECT MAX(seq) FROM memory_changes WHERE user_id = ? AND "
+                           "generation = ?", (user_id, since))[0]
+            if start is None:  # a generation the log no longer (or never) held
+                return None
+            changed = [r[0] for r in db.all("SELECT DISTINCT memory_id FROM memory_changes "
+                                            "WHERE user_id = ? AND seq > ?", (user_id, start))]
+            if _REBUILD in changed:
+                return None
+            data = self._index_rows(db, user_id, generation, changed)
+        present = set(data.ids)
+        return IndexDelta(data, [mid for mid in changed if mid not in present])
+
+    def _index_rows(self, db: Tx, user_id: str, generation: int,
+                    ids: list[str] | None = None) -> IndexData:
+        """The index rows of the user's memories (all, or those of `ids` that exist), in
+        bank order."""
+        if ids is None:
+            mem_rows = db.all("SELECT id, key, session_ids, metadata, speakers, seq FROM "
+                              "memories WHERE user_id = ? ORDER BY seq", (user_id,))
             vec_rows = db.all("SELECT memory_id, vec FROM memory_vectors WHERE user_id = ? "
                               "ORDER BY memory_id, idx", (user_id,))
+        else:
+            mem_rows, vec_rows = [], []
+            for chunk in _chunks(ids):
+                marks = _marks(len(chunk))
+                mem_rows += db.all("SELECT id, key, session_ids, metadata, speakers, seq FROM "
+                                   f"memories WHERE user_id = ? AND id IN ({marks})",
+                                   (user_id, *chunk))
+                vec_rows += db.all("SELECT memory_id, vec FROM memory_vectors WHERE user_id = "
+                                   f"? AND memory_id IN ({marks}) ORDER BY memory_id, idx",
+                                   (user_id, *chunk))
+            mem_rows.sort(key=lambda r: r[5])
         ids = [r[0] for r in mem_rows]
         position = {mid: i for i, mid in enumerate(ids)}
         owner = np.fromiter((position[r[0]] for r in vec_rows), dtype=np.int64,
@@ -470,9 +524,10 @@ class SQLStore(Store):
                    else np.zeros((0, 0), dtype=np.float32))
         # a memory of no session (an added fact) is nobody's neighbour: its own id stands in
         sessions = [(json.loads(r[2]) or [r[0]])[0] for r in mem_rows]
-        return IndexData(row[0] if row else 0, ids, [self._dec(r[1]) for r in mem_rows],
+        return IndexData(generation, ids, [self._dec(r[1]) for r in mem_rows],
                          vectors, owner, sessions, metadata=[json.loads(r[3]) for r in mem_rows],
-                         speakers=[json.loads(r[4]) for r in mem_rows])
+                         speakers=[json.loads(r[4]) for r in mem_rows],
+                         seqs=[int(r[5]) for r in mem_rows])
 
     def generation(self, user_id: str) -> int:
         rows = self._read("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
@@ -552,7 +607,7 @@ class SQLStore(Store):
             db.many(_MEMORY_INSERT, memory_rows)
             db.many(_VERSION_INSERT, version_rows)
             db.many(_VECTOR_INSERT, vector_rows)
-            self._bump(db, user_id)
+            self._bump(db, user_id, [new.memory.id for new in memories])
 
     # learned weights and feedback ------------------------------------------------------------
     def load_state(self, name: str) -> tuple[int, bytes | None]:

@@ -64,6 +64,11 @@ CREATE TABLE IF NOT EXISTS llm_usage (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL, calls INTEGER NOT NULL,
     prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
     failures INTEGER NOT NULL, PRIMARY KEY (user_id, session_id));
+CREATE TABLE IF NOT EXISTS memory_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL, generation INTEGER NOT NULL,
+    memory_id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS memory_changes_by_user ON memory_changes (user_id, seq);
+CREATE INDEX IF NOT EXISTS memory_changes_by_generation ON memory_changes (user_id, generation);
 """
 
 _ADDED_COLUMNS = {
@@ -72,7 +77,8 @@ _ADDED_COLUMNS = {
     "memories": ("metadata TEXT NOT NULL DEFAULT '{}'",),
 }
 """Columns added since schema 1: a session's failed reflections (schema 4), the caller's
-metadata on sessions and memories (schema 5)."""
+metadata on sessions and memories (schema 5). The memory change log (schema 6) is a new
+table, which the schema script creates."""
 
 
 class _Tx:
