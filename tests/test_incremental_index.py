@@ -20,8 +20,7 @@ from rmm_core.ann import Ann, size_class
 from rmm_core.index import UserIndex
 from rmm_core.storage import open_store
 from rmm_core.storage.base import SCHEMA_VERSION, NewMemory
-from rmm_core.storage.sql import new_memory_id
-from rmm_core.types import Memory
+from rmm_core.types import Memory, new_memory_id
 
 NAMES = ["Mia", "Omar", "Lena", "Tomas", "Aiko", "Priya"]
 TOPICS = ["started pottery classes on Tuesdays", "adopted a grey kitten called Pixel",

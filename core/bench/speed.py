@@ -16,8 +16,7 @@ from ..embed import Embedder, default_embedder
 from ..index import EXACT_LIMIT
 from ..memory import ReflectiveMemory
 from ..storage.base import NewMemory
-from ..storage.sql import new_memory_id
-from ..types import Memory, Turn
+from ..types import Memory, Turn, new_memory_id
 
 _WORDS = ("alice bob carol dave painting hiking guitar piano camping budget mortgage garden "
           "recipe marathon concert museum vacation lake beach dog cat puppy kitten school "
