@@ -131,7 +131,8 @@ def test_another_process_searching_in_the_database_sees_writes_both_ways(open_me
         mem = ReflectiveMemory.open(sys.argv[1], search_backend="database")
         seen = mem.search("where does my cat sleep", user_id="u", k=1).hits[0].text
         mem.add("I grow chili peppers on the balcony", user_id="u")
-        print(json.dumps({"seen": seen, "cached": len([k for k in mem._cache.keys() if k.startswith("index:")])}))
+        cached = [k for k in mem._cache.keys() if k.startswith("index:")]
+        print(json.dumps({"seen": seen, "cached": len(cached)}))
     """)
     done = subprocess.run([sys.executable, "-c", child, store_target], capture_output=True,
                           text=True, timeout=300)
