@@ -7,7 +7,7 @@ for the LLM induction prompt and an LLM success judge). For agents, see
 """
 
 from rmm_core import ReflectiveMemory
-from rmm_core.workflows import Step, Trajectory
+from rmm_core.agents.workflows import Step, Trajectory
 
 runs = [
     Trajectory("Book a flight from Paris to Berlin on 12 May", [

@@ -9,7 +9,7 @@ The same five tools come as LangChain tools (`langchain_rmm.memory_tools`) and L
 """
 
 from rmm_core import ReflectiveMemory, Turn
-from rmm_core.tools import MemoryTools
+from rmm_core.agents.tools import MemoryTools
 
 mem = ReflectiveMemory.open(":memory:")
 # A tiny budget (in words) so that pressure and eviction show within a dozen messages.

@@ -7,7 +7,7 @@ calls (YES/NO answers); everything else stays the same.
 """
 
 from rmm_core import ReflectiveMemory, Turn
-from rmm_core.scm import ContextBuilder, RuleGate, SCMController
+from rmm_core.read.scm import ContextBuilder, RuleGate, SCMController
 
 mem = ReflectiveMemory.open(":memory:")
 mem.add_session([

@@ -10,9 +10,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .commands import EXIT_CODES, add_commands, add_db_argument
-from .commands import run as run_command
-from .progress import ENV
+from .ops.commands import EXIT_CODES, add_commands, add_db_argument
+from .ops.commands import run as run_command
+from .ops.progress import ENV
 
 BENCHES = {
     "retrieval": ("rmm_core.bench.retrieval", "retrieval quality against fixed-unit baselines "

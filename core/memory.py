@@ -16,26 +16,22 @@ from typing import Any
 
 import numpy as np
 
-from .attribute import CitedAnswer, answer_with_citations
-from .compress import Compressor
+from .agents.workflows import WorkflowMemory
+from .agents.working import WorkingContext
 from .config import MemoryConfig, unit_words
-from .context import hit_text
-from .dbsearch import DatabaseSearcher
-from .embed import Embedder, default_embedder
 from .errors import DuplicateTurnError, FeedbackError, InvalidInputError, NotFoundError, RMMError
-from .extract import Extractor
-from .index import FusionWeights, Scale, UserIndex, english_stemmer
-from .llm import MeteredLLM, metered, usage_scope
+from .learn.attribute import CitedAnswer, answer_with_citations
+from .learn.rerank import LearnedReranker
 from .lru import ByteLRU
 from .metadata import check_filters, check_metadata, matches
-from .pipeline import build_pipeline
-from .provisional import OpenTurns
-from .reconcile import Reconciler
-from .reflect import Pipeline, Reflector
-from .rerank import LearnedReranker
-from .scm import Recall, SCMController
-from .score import relevance, scored
-from .segment import Segmenter
+from .models.embed import Embedder, default_embedder
+from .models.llm import MeteredLLM, metered, usage_scope
+from .read.context import hit_text
+from .read.dbsearch import DatabaseSearcher
+from .read.index import FusionWeights, Scale, UserIndex, english_stemmer
+from .read.provisional import OpenTurns
+from .read.scm import Recall, SCMController
+from .read.score import relevance, scored
 from .storage import open_store
 from .storage.base import NewMemory, SessionState, Store
 from .types import (
@@ -51,10 +47,14 @@ from .types import (
     new_memory_id,
     utcnow,
 )
-from .units import passages
-from .worker import ReflectionWorker
-from .workflows import WorkflowMemory
-from .working import WorkingContext
+from .write.compress import Compressor
+from .write.extract import Extractor
+from .write.pipeline import build_pipeline
+from .write.reconcile import Reconciler
+from .write.reflect import Pipeline, Reflector
+from .write.segment import Segmenter
+from .write.units import passages
+from .write.worker import ReflectionWorker
 
 TurnLike = Turn | Mapping[str, Any] | tuple[str, str]
 Candidate = tuple[Memory, float, np.ndarray]
@@ -97,7 +97,7 @@ class ReflectiveMemory:
                                     retry_delay=self.config.reflection_retry_delay,
                                     unit_words=unit_words(self.config))
         if self.config.notes:  # A-MEM notes and links after each reflection commit
-            from .notes import keeper_for
+            from .agents.notes import keeper_for
 
             self._reflector.after_commit = keeper_for(store, self.embedder, self.config,
                                                       self.llm)
@@ -376,7 +376,7 @@ class ReflectiveMemory:
         holds already. `filters` keep memories whose metadata has each key with that value
         (a list: any of them); `agent_id`/`run_id` are filters on those keys.
 
-        A hit's `score` is its relevance in [0, 1] (see `rmm_core.score`); `min_score` drops
+        A hit's `score` is its relevance in [0, 1] (see `rmm_core.read.score`); `min_score` drops
         the hits below it, so fewer than `k` (or none) may come back.
 
         `follow_links` (A-MEM, needs `notes=True`) puts each hit's linked memories right
@@ -423,7 +423,7 @@ class ReflectiveMemory:
         result.hits, ranking = self._reranker.rerank(user_id, query_vec, candidates, rows, k,
                                                      explore=explore, query=query)
         if follow_links:
-            from .links import follow_links as with_links
+            from .read.links import follow_links as with_links
 
             top = {h.memory.id for h in result.hits}
             result.hits = with_links(

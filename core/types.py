@@ -216,7 +216,7 @@ class Memory:
 @dataclass(frozen=True, slots=True)
 class MemoryHit:
     """A retrieved memory; `text` is exactly what goes into the LLM's context, `score` its
-    relevance to the query in [0, 1] (`rmm_core.score`), `rank` its place in the result."""
+    relevance to the query in [0, 1] (`rmm_core.read.score`), `rank` its place in the result."""
 
     memory: Memory
     score: float

@@ -10,8 +10,8 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from rmm_core import MemoryHit, ReflectiveMemory, Turn
-from rmm_core.context import numbered_block
 from rmm_core.errors import InvalidInputError
+from rmm_core.read.context import numbered_block
 from rmm_core.types import check_id
 
 # Only the conversation is logged: system prompts are instructions, tool calls and tool

@@ -8,7 +8,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 
 from rmm_core.errors import InvalidInputError
-from rmm_core.llm import LLM
+from rmm_core.models.llm import LLM
 
 
 class ChatModelLLM:

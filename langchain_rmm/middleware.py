@@ -23,8 +23,8 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
 from rmm_core import ReflectiveMemory, SearchResult
-from rmm_core.attribute import cited_in
 from rmm_core.errors import InvalidInputError
+from rmm_core.learn.attribute import cited_in
 from rmm_core.policy import guarded
 
 from .converters import (

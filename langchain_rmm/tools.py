@@ -8,7 +8,7 @@ from langchain_core.tools import StructuredTool
 from pydantic import ValidationError
 
 from rmm_core import ReflectiveMemory
-from rmm_core.tools import memory_tools as core_memory_tools
+from rmm_core.agents.tools import memory_tools as core_memory_tools
 
 
 def _validation_message(error: ValidationError) -> str:
@@ -20,7 +20,7 @@ def _validation_message(error: ValidationError) -> str:
 def memory_tools(mem: ReflectiveMemory, *, user_id: str, **options: Any) -> list[StructuredTool]:
     """`core_memory_append`, `core_memory_replace`, `archival_memory_insert`,
     `archival_memory_search` and `conversation_search` for one user, as `StructuredTool`s
-    (options: page size and working-context settings, see `rmm_core.tools.MemoryTools`)."""
+    (options: page size and working-context settings, see `rmm_core.agents.tools.MemoryTools`)."""
     return [StructuredTool.from_function(func=tool.fn, name=tool.name,
                                          description=tool.description,
                                          handle_validation_error=_validation_message)

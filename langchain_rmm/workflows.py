@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.runtime import Runtime
 
 from rmm_core import ReflectiveMemory
-from rmm_core.workflows import (
+from rmm_core.agents.workflows import (
     Step,
     Trajectory,
     WorkflowMemory,

@@ -9,8 +9,8 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from rmm_core import MemoryHit, ReflectiveMemory, Turn
-from rmm_core.context import numbered_block
 from rmm_core.errors import InvalidInputError
+from rmm_core.read.context import numbered_block
 from rmm_core.types import check_id
 
 # Only the conversation is logged: system prompts are instructions, and tool calls and tool

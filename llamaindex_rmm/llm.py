@@ -7,7 +7,7 @@ from typing import Any
 from llama_index.core.llms import LLM as LlamaLLM
 
 from rmm_core.errors import InvalidInputError
-from rmm_core.llm import LLM
+from rmm_core.models.llm import LLM
 
 
 class LlamaIndexLLM:

@@ -9,14 +9,14 @@ from typing import Any
 from llama_index.core.agent.workflow import AgentOutput, ToolCallResult
 
 from rmm_core import ReflectiveMemory
-from rmm_core.errors import InvalidInputError
-from rmm_core.workflows import (
+from rmm_core.agents.workflows import (
     Step,
     Trajectory,
     WorkflowMemory,
     as_workflow_memory,
     owner_key,
 )
+from rmm_core.errors import InvalidInputError
 
 
 class WorkflowAgentHook:

@@ -13,7 +13,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from backends import fresh_target, parametrize_backends  # noqa: E402
 
 from rmm_core import ReflectiveMemory  # noqa: E402
-from rmm_core.embed import default_embedder  # noqa: E402
+from rmm_core.models.embed import default_embedder  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 LOCOMO = SHARED / "data" / "locomo" / "locomo10_dev.json"

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmm_core import InvalidInputError, ReflectiveMemory, StorageError, Turn
-from rmm_core.embed import HashEmbedder
-from rmm_core.extract import parse_topics
-from rmm_core.parse import ParseError, parse_yes_no
-from rmm_core.reconcile import parse_actions
-from rmm_core.segment import parse_segments
+from rmm_core.models.embed import HashEmbedder
+from rmm_core.models.parse import ParseError, parse_yes_no
+from rmm_core.write.extract import parse_topics
+from rmm_core.write.reconcile import parse_actions
+from rmm_core.write.segment import parse_segments
 
 pytestmark = pytest.mark.backends
 

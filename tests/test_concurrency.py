@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 
 from rmm_core import ReflectiveMemory, Turn
-from rmm_core.embed import HashEmbedder
+from rmm_core.models.embed import HashEmbedder
 from rmm_core.storage import open_store
 
 pytestmark = pytest.mark.backends
@@ -92,7 +92,7 @@ def test_threads_ending_the_same_session_reflect_it_once(store_target):
 CHILD = textwrap.dedent("""
     import sys
     from rmm_core import ReflectiveMemory, Turn
-    from rmm_core.embed import HashEmbedder
+    from rmm_core.models.embed import HashEmbedder
     target, name = sys.argv[1], sys.argv[2]
     mem = ReflectiveMemory.open(target, embedder=HashEmbedder(), session_idle_timeout=None)
     for k in range(3):  # every process races to reflect the same open sessions
@@ -151,7 +151,7 @@ def test_concurrent_compare_and_set_from_threads_loses_no_update(store_target):
 
 
 def test_concurrent_feedback_steps_are_all_applied(store_target):
-    from rmm_core.rerank_features import shipped_weights
+    from rmm_core.learn.rerank_features import shipped_weights
 
     mem = open_mem(store_target)
     mem.add_session(session_turns("fb", 8), user_id="u")

@@ -19,14 +19,14 @@ from collections import Counter
 import pytest
 
 from rmm_core import ReflectiveMemory
-from rmm_core.embed import HashEmbedder
+from rmm_core.models.embed import HashEmbedder
 
 pytestmark = pytest.mark.backends
 
 CHILD = textwrap.dedent("""
     import sys, time
     from rmm_core import ReflectiveMemory, Turn
-    from rmm_core.embed import HashEmbedder
+    from rmm_core.models.embed import HashEmbedder
 
     target, mode = sys.argv[1], sys.argv[2]
     mem = ReflectiveMemory.open(target, embedder=HashEmbedder(), session_idle_timeout=None)

@@ -148,7 +148,7 @@ def test_postgres_page_names_the_current_schema_version():
 
 def test_cli_page_covers_every_command():
     from rmm_core.cli import BENCHES
-    from rmm_core.commands import COMMANDS
+    from rmm_core.ops.commands import COMMANDS
 
     page = (DOCS / "cli.md").read_text()
     missing = [c for c in [*COMMANDS, *(f"bench {b}" for b in BENCHES)] if f"rmm {c}" not in page]

@@ -16,12 +16,12 @@ from importlib.metadata import requires
 import pytest
 from packaging.requirements import Requirement
 
-from rmm_core.embed import (
+from rmm_core.errors import MissingDependencyError
+from rmm_core.models.embed import (
     OpenVinoMiniLMEmbedder,
     SentenceTransformerEmbedder,
     packaged_minilm_path,
 )
-from rmm_core.errors import MissingDependencyError
 
 RUNTIMES = {"torch", "sentence_transformers", "transformers", "openvino", "onnxruntime", "faiss",
             "bm25s", "tokenizers", "scipy", "sklearn"}

@@ -12,7 +12,7 @@ import pytest
 from backends import split_target
 
 from rmm_core import FeedbackError, InvalidInputError, ReflectiveMemory, Turn
-from rmm_core.embed import HashEmbedder
+from rmm_core.models.embed import HashEmbedder
 from rmm_core.storage.sql import USER_TABLES
 
 pytestmark = pytest.mark.backends

@@ -3,7 +3,7 @@
 import pytest
 
 from rmm_core.errors import InvalidInputError
-from rmm_core.parse import ParseError, parse_yes_no, yes_no
+from rmm_core.models.parse import ParseError, parse_yes_no, yes_no
 from rmm_core.text import as_counter, clip, content_words, count_tokens, count_words
 
 

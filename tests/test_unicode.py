@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmm_core import InvalidInputError, ReflectiveMemory, RMMError, Turn
-from rmm_core.compress import FillerCompressor
-from rmm_core.index import english_stemmer, tokenize
-from rmm_core.reconcile import ThresholdReconciler
-from rmm_core.tools import search_turns
+from rmm_core.agents.tools import search_turns
+from rmm_core.read.index import english_stemmer, tokenize
+from rmm_core.write.compress import FillerCompressor
+from rmm_core.write.reconcile import ThresholdReconciler
 
 # Three sentences per script, each its own session; the query is a word of the last one,
 # so a ranking that ignores the words (ties, or the first stored) cannot pass.

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..embed import Embedder
-from ..index import tokenize
+from ..models.embed import Embedder
+from ..read.index import tokenize
 from .records import Conversation
 
 UNITS = {"turn": 1, "w3": 3, "w6": 6, "session": 0}

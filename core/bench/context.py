@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ..embed import default_embedder
 from ..memory import ReflectiveMemory
-from ..scm import ContextBuilder, RuleGate, candidates_from
+from ..models.embed import default_embedder
+from ..read.scm import ContextBuilder, RuleGate, candidates_from
 from .locomo import ingest, load_locomo
 from .metrics import r_tok, words_in
 from .retrieval import parse_range

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..embed import default_embedder
-from ..llm import OpenAICompatibleLLM
 from ..memory import ReflectiveMemory
+from ..models.embed import default_embedder
+from ..models.llm import OpenAICompatibleLLM
 from .locomo import Conversation, load_locomo
 from .retrieval import parse_range
 
@@ -103,7 +103,7 @@ def _llm(args: argparse.Namespace) -> Any:
     if args.llm_url:
         return OpenAICompatibleLLM(args.llm_url, args.llm_model, max_tokens=args.max_tokens)
     if args.local_llm:
-        from ..local_llm import LocalLLM
+        from ..models.local_llm import LocalLLM
 
         return LocalLLM(max_tokens=args.max_tokens)
     return None

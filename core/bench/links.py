@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..embed import default_embedder
 from ..memory import ReflectiveMemory
+from ..models.embed import default_embedder
 from .locomo import ingest, load_locomo
 from .metrics import r_all, r_any, r_tok
 from .retrieval import parse_range, parse_setting

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..commands import BAD_DATA
-from ..embed import default_embedder
 from ..errors import InvalidInputError, MissingDependencyError
+from ..learn.rerank_features import save_weights
 from ..memory import ReflectiveMemory
-from ..rerank_features import save_weights
+from ..models.embed import default_embedder
+from ..ops.commands import BAD_DATA
 from .datasets import LOADERS, load
 from .metrics import r_any, r_tok
 from .records import Conversation, Question, ingest

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MissingDependencyError
+from ..learn.rerank import Ranking, Reranker, Weights
 from ..memory import ReflectiveMemory
-from ..rerank import Ranking, Reranker, Weights
 from .records import Conversation
 
 

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ..commands import BAD_DATA
 from ..config import unit_words as unit_budget
-from ..embed import Embedder, default_embedder
 from ..errors import InvalidInputError
 from ..memory import ReflectiveMemory
-from ..progress import progress
-from ..units import passages
+from ..models.embed import Embedder, default_embedder
+from ..ops.commands import BAD_DATA
+from ..ops.progress import progress
+from ..write.units import passages
 from .baselines import RETRIEVERS, UNITS, FixedUnits, build_units
 from .datasets import LOADERS, load
 from .metrics import BUDGETS, METRICS, RankedUnit, fitting, score_question

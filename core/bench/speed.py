@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..embed import Embedder, default_embedder
-from ..index import EXACT_LIMIT
 from ..memory import ReflectiveMemory
+from ..models.embed import Embedder, default_embedder
+from ..read.index import EXACT_LIMIT
 from ..storage.base import NewMemory
 from ..types import Memory, Turn, new_memory_id
 

@@ -2,7 +2,7 @@
 
 One synthetic bank goes into PostgreSQL + pgvector; the same queries are searched with
 `search_backend="process"` (each process loads the user's bank into its own index) and
-`"database"` (pgvector HNSW and full-text search in the server, `rmm_core.dbsearch`). Also
+`"database"` (pgvector HNSW and full-text search in the server, `rmm_core.read.dbsearch`). Also
 timed: the first search of a fresh process on each backend, and pgvector's exact scan alone.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..embed import default_embedder
 from ..memory import ReflectiveMemory
+from ..models.embed import default_embedder
 from .speed import _WORDS, _timed, fill, synthetic_bank
 
 _FRESH = """

@@ -140,7 +140,7 @@ class SignalRow:
 
 @runtime_checkable
 class DatabaseSearch(Protocol):
-    """A store that searches inside its database (`rmm_core.dbsearch` fuses what it gives)."""
+    """A store that searches inside its database (`rmm_core.read.dbsearch` fuses what it gives)."""
 
     def prepare_search(self, dim: int) -> None: ...
 

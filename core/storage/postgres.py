@@ -391,14 +391,14 @@ class PostgresStore(SQLStore):
         """Top-`k` memories by cosine of their best vector, computed by pgvector in SQL.
 
         An exact scan of the user's vectors (the user filter makes an approximate index
-        unreliable); searches use `rmm_core.dbsearch` or the in-process index instead.
+        unreliable); searches use `rmm_core.read.dbsearch` or the in-process index instead.
         """
         q = np.asarray(query, dtype=np.float32)
         return [(mid, float(sim)) for mid, sim in self._read(
             "SELECT memory_id, MAX(-(vec <#> ?)) AS sim FROM memory_vectors WHERE user_id = ? "
             "GROUP BY memory_id ORDER BY sim DESC LIMIT ?", (q, user_id, int(k)))]
 
-    # in-database search (`rmm_core.dbsearch`) ------------------------------------------------
+    # in-database search (`rmm_core.read.dbsearch`) ------------------------------------------------
     def prepare_search(self, dim: int) -> None:
         """Create what in-database search reads, if missing: a full-text column over each key
         (generated, so every write keeps it) with a GIN index, and an HNSW index over the

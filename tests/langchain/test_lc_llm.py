@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage
 
 from langchain_rmm.llm import ChatModelLLM, wrap_llm
 from rmm_core.errors import InvalidInputError
-from rmm_core.llm import MeteredLLM, as_llm
+from rmm_core.models.llm import MeteredLLM, as_llm
 
 
 def test_core_dispatches_chat_models_here_and_gets_text(chat_model):

@@ -12,8 +12,8 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from langchain_rmm import RMMRetriever, format_memories
 from rmm_core import ReflectiveMemory
-from rmm_core.embed import default_embedder
 from rmm_core.errors import InvalidInputError
+from rmm_core.models.embed import default_embedder
 
 SESSIONS = [
     ["I adopted a beagle named Biscuit last spring.", "He chews every shoe I own."],

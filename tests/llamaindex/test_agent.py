@@ -11,7 +11,7 @@ from llama_index.core.tools import FunctionTool
 
 from llamaindex_rmm import RMMMemory
 from rmm_core import ReflectiveMemory
-from rmm_core.embed import HashEmbedder
+from rmm_core.models.embed import HashEmbedder
 
 
 def weather(city: str = "Porto") -> str:

@@ -10,8 +10,8 @@ from llama_index.core.memory import Memory
 
 from llamaindex_rmm import RMMMemoryBlock
 from rmm_core import ReflectiveMemory
-from rmm_core.embed import HashEmbedder
 from rmm_core.errors import InvalidInputError
+from rmm_core.models.embed import HashEmbedder
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from llama_index.core.llms import MockLLM
 from llamaindex_rmm import wrap_llm
 from llamaindex_rmm.llm import LlamaIndexLLM
 from rmm_core.errors import InvalidInputError
-from rmm_core.llm import as_llm
+from rmm_core.models.llm import as_llm
 
 
 def test_as_llm_routes_llamaindex_models_here():

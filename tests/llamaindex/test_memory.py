@@ -20,8 +20,8 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from llamaindex_rmm import RMMMemory
 from rmm_core import ReflectiveMemory
-from rmm_core.context import MEMORY_HEADER
 from rmm_core.errors import InvalidInputError
+from rmm_core.read.context import MEMORY_HEADER
 
 FACT = "My sister Alma breeds greyhounds on a farm near Lisbon."
 OTHER_FACT = "I repair vintage motorbikes in my garage every weekend."

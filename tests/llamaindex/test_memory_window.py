@@ -30,7 +30,7 @@ def test_window_is_there_again_in_a_new_process(tmp_path, embedder):
         from llama_index.core.llms import MockLLM
         from llamaindex_rmm import RMMMemory
         from rmm_core import ReflectiveMemory
-        from rmm_core.embed import default_embedder
+        from rmm_core.models.embed import default_embedder
         with ReflectiveMemory.open({str(store)!r}, embedder=default_embedder()) as mem:
             memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="chat-1",
                                              async_database_uri={uri!r})

@@ -9,7 +9,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llamaindex_rmm import RMMReranker, hits_to_nodes
 from rmm_core import ReflectiveMemory
 from rmm_core.errors import InvalidInputError
-from rmm_core.rerank import Weights, WeightStore
+from rmm_core.learn.rerank import Weights, WeightStore
 
 QUERY = "What pets does the user have?"
 TEXTS = [
@@ -74,7 +74,7 @@ def test_feedback_changes_the_order_of_our_nodes(mem):
             if after != before:
                 break
     except NotImplementedError:
-        pytest.skip("ReflectiveMemory.feedback is not wired to core/rerank.py yet")
+        pytest.skip("ReflectiveMemory.feedback is not wired to core/learn/rerank.py yet")
     assert after != before
     assert after.index(target) < before.index(target)
 

@@ -1,0 +1,2 @@
+"""Agent memory options: MemGPT working context and tools, Agent Workflow Memory, A-MEM
+notes."""

@@ -1,0 +1,1 @@
+"""Retrospective reflection: citations of an answer, the REINFORCE reranker."""

@@ -1,0 +1,1 @@
+"""Operator tooling behind the `rmm` command: commands, export/import, progress."""

@@ -1,0 +1,39 @@
+"""The text of a hit: exactly what the library puts into an LLM's context for a memory."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..types import Memory
+
+
+def format_date(moment: datetime) -> str:
+    """`8 May 2023`: short, unambiguous, and what temporal questions need."""
+    return f"{moment.day} {moment:%B %Y}"
+
+
+def hit_text(memory: Memory, *, dates: bool = True) -> str:
+    """The memory's text, prefixed by the date it happened when known."""
+    if dates and memory.occurred_at is not None:
+        return f"[{format_date(memory.occurred_at)}] {memory.text}"
+    return memory.text
+
+
+MEMORY_HEADER = (
+    "Long-term memory about this user, recalled for the current message "
+    "(most relevant first; use what helps, it may be out of date):"
+)
+
+CITE_INSTRUCTION = (
+    "When your answer relies on one of these memories, put its number in square brackets "
+    "right after the statement, such as [2] or [1][3]; if none helped, end with [NO_CITE]."
+)
+
+
+def numbered_block(texts: list[str], *, cite: bool = False) -> str:
+    """Recalled memories as the numbered block a system prompt carries ('' for none);
+    the numbers are what an answer cites."""
+    if not texts:
+        return ""
+    lines = [MEMORY_HEADER, *(f"[{n}] {t}" for n, t in enumerate(texts, 1))]
+    return "\n".join([*lines, CITE_INSTRUCTION] if cite else lines)

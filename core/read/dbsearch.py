@@ -1,0 +1,133 @@
+"""In-database search: the store's SQL shortlists a user's memories (pgvector HNSW over their
+own vectors, PostgreSQL full-text rank over their keys) and scores them; the signals are
+fused here as the in-process index fuses its own (`index.fuse_pool`), so no process loads a
+user's vectors and every process sees every other's writes at its next search.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..storage.base import DatabaseSearch, SignalRow, Store
+from .index import (
+    DEPTH,
+    LEXICAL_DEPTH,
+    POOL,
+    QUESTION_WORDS,
+    Z_SAMPLE,
+    FusionWeights,
+    Scale,
+    _scaled,
+    _stats,
+    fuse_pool,
+)
+from .tokens import tokenize
+
+AUTO_MIN_MEMORIES = 20_000
+"""`search_backend="auto"` searches a user's bank in the database from this many memories:
+there, loading and indexing it in a process before its first search (4 s, 350 MB more)
+costs as much as about 15 searches' extra time in the database (docs/postgres.md)."""
+
+SAMPLE = Z_SAMPLE // 4
+"""Memories spread over the bank whose signals give their mean and spread (each costs the
+server three vector distances and a full-text rank per search)."""
+
+
+class DatabaseSearcher:
+    """Chooses, per user, where a search runs, and gathers in-database candidates."""
+
+    def __init__(self, store: Store, weights: FusionWeights, backend: str) -> None:
+        if backend == "database" and not isinstance(store, DatabaseSearch):
+            raise InvalidInputError(
+                f"search_backend='database' needs a store that searches in its database "
+                f"(PostgreSQL); {type(store).__name__} is searched in process")
+        self.store = store if isinstance(store, DatabaseSearch) else None
+        self.weights = weights
+        self.backend = backend
+        self._sizes: dict[str, tuple[int, int]] = {}
+        """user → (generation, bank size): `auto` reads the size once per change."""
+        self._lock = threading.Lock()
+
+    def prepare(self, dim: int | None) -> None:
+        """Create the database's search indexes (on open) when searches may use them."""
+        if self.store is not None and self.backend != "process" and dim:
+            self.store.prepare_search(int(dim))
+
+    def wanted(self, user_id: str) -> bool:
+        """Whether this user's search runs in the database."""
+        if self.store is None or self.backend == "process":
+            return False
+        if self.backend == "database":
+            return True
+        return self._size(user_id) >= AUTO_MIN_MEMORIES
+
+    def _size(self, user_id: str) -> int:
+        generation = self.store.generation(user_id)
+        cached = self._sizes.get(user_id)
+        if cached is None or cached[0] != generation:
+            cached = (generation, self.store.search_size(user_id))
+            with self._lock:
+                self._sizes[user_id] = cached
+                while len(self._sizes) > 10_000:
+                    self._sizes.pop(next(iter(self._sizes)))
+        return cached[1]
+
+    def candidates(self, user_id: str, query: str, query_vec: np.ndarray, top: int,
+                   filters: Mapping[str, Sequence[Any]]
+                   ) -> tuple[list[tuple[str, float]], Scale | None]:
+        """The fused top memory ids matching `filters` with their scores, and the scale of
+        their dense signals (its lexical part is None: full-text rank is not BM25)."""
+        store, weights = self.store, self.weights
+        terms = tokenize([query], None, QUESTION_WORDS)[0]
+        size = self._size(user_id)
+        shortlist = store.search_shortlist(user_id, terms, query_vec, filters, dense=DEPTH,
+                                           lexical=LEXICAL_DEPTH, expected=size)
+        if not shortlist:
+            return [], None
+        sample = store.search_sample(user_id, terms, query_vec, SAMPLE)
+        if not len(sample):  # nothing sampled (a bank emptied meanwhile): the shortlist's own
+            sample = np.asarray([(r.lexical, r.unit, r.unit) for r in shortlist])
+        lexical, unit, turn = (_stats(sample[:, i]) for i in range(3))
+        scale = Scale(lexical, unit, turn)
+        if len(shortlist) > POOL:  # score turns and neighbours only for the best by the cheap
+            cheap = (weights.lexical * _scaled(_column(shortlist, "lexical"), lexical)
+                     + weights.dense * _scaled(_column(shortlist, "unit"), unit)
+                     - weights.assistant * self._assistant(shortlist))
+            shortlist = [shortlist[i] for i in np.argpartition(-cheap, POOL)[:POOL]]
+        pool = store.search_pool(user_id, [r.id for r in shortlist], terms, query_vec, filters)
+        fused, spread = fuse_pool(
+            weights, scale, *(_column(pool, name) for name in ("lexical", "unit", "turn")),
+            self._assistant(pool), *_links(pool))
+        order = np.argsort(-fused, kind="stable")[:top]
+        return ([(pool[i].id, float(fused[i])) for i in order],
+                Scale(None, unit, turn, spread))
+
+    def _assistant(self, rows: list[SignalRow]) -> np.ndarray:
+        if not self.weights.assistant:
+            return np.zeros(len(rows), dtype=np.float32)
+        return np.asarray([self.weights.by_assistant(json.loads(r.speakers)) for r in rows],
+                          dtype=np.float32)
+
+
+def _links(rows: list[SignalRow]) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices of each row's previous and next neighbour (-1: none among the rows); a
+    neighbour's row knows its links from the rows that name it."""
+    at = {r.id: i for i, r in enumerate(rows)}
+    prev = np.full(len(rows), -1, dtype=np.int64)
+    nxt = np.full(len(rows), -1, dtype=np.int64)
+    for i, r in enumerate(rows):
+        if r.prev in at:
+            prev[i], nxt[at[r.prev]] = at[r.prev], i
+        if r.next in at:
+            nxt[i], prev[at[r.next]] = at[r.next], i
+    return prev, nxt
+
+
+def _column(rows: list[SignalRow], name: str) -> np.ndarray:
+    return np.asarray([getattr(r, name) for r in rows], dtype=np.float32)

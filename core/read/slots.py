@@ -1,0 +1,56 @@
+"""The vector slots that the snapshots of one user's index share (see `index.UserIndex`)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..storage.base import IndexData
+from .bm25 import grown
+
+
+class Chain:
+    """What the snapshots of one user's index share, append-only, by slot (a memory's place
+    in it; a changed memory takes a new slot and its old one dies): vector rows, the id to
+    slot map, who wrote each, the approximate index. Only the newest snapshot extends it."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.rows = np.zeros((0, dim), dtype=np.float32)  # each slot's rows, own vector first
+        self.row_slot = np.zeros(0, dtype=np.int64)
+        self.row_start = np.zeros(0, dtype=np.int64)
+        self.row_count = np.zeros(0, dtype=np.int64)
+        self.speakers: list[list[str]] = []
+        self.slot_of: dict[str, int] = {}
+        self.sessions: dict[str, int] = {}
+        self.assistant: tuple[frozenset[str], np.ndarray] | None = None
+        self.ann: Any = None  # ann.Ann, once a large search needs it
+        self.head: Any = None
+        self.lock = threading.Lock()
+
+    def append(self, data: IndexData, slots: int, rows: int) -> np.ndarray:
+        """Write `data`'s memories after the first `slots` slots (holding `rows` rows);
+        returns their slots."""
+        k = len(data.ids)
+        order = np.argsort(data.owner, kind="stable")
+        counts = np.bincount(data.owner, minlength=k).astype(np.int64)
+        new = np.arange(slots, slots + k, dtype=np.int64)
+        if len(order):
+            self.rows = grown(self.rows, rows, data.vectors[order])
+        self.row_slot = grown(self.row_slot, rows, new[data.owner[order]])
+        self.row_start = grown(self.row_start, slots, rows + np.cumsum(counts) - counts)
+        self.row_count = grown(self.row_count, slots, counts)
+        del self.speakers[slots:]
+        self.speakers += data.speakers if len(data.speakers) == k else [[] for _ in range(k)]
+        for mid, slot in zip(data.ids, new):
+            self.slot_of[mid] = int(slot)
+        return new
+
+    def codes(self, sessions: list[str], slots: np.ndarray) -> np.ndarray:
+        """A number per session name (memories of no known session: one of their own)."""
+        if len(sessions) != len(slots):
+            return -1 - slots
+        return np.fromiter((self.sessions.setdefault(s, len(self.sessions)) for s in sessions),
+                           dtype=np.int64, count=len(sessions))

@@ -1,0 +1,88 @@
+"""Building the write path from settings: a registry of stage implementations per stage.
+
+With no LLM every stage defaults to its LLM-free form; with one, segmentation, extraction
+and reconciliation default to the papers' LLM forms (at most 3 calls per session).
+Each choice can be set alone, e.g. LLM extraction over TextTiling segments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..config import MemoryConfig, unit_words
+from ..errors import InvalidInputError
+from ..models.llm import metered as metered_llm
+from .compress import FillerCompressor, IdentityCompressor, LLMLinguaCompressor
+from .extract import LLMExtractor, SegmentExtractor
+from .reconcile import LLMReconciler, ThresholdReconciler
+from .reflect import Pipeline
+from .segment import EmbeddingSegmenter, FixedSegmenter, IncrementalLLMSegmenter, LLMSegmenter
+
+Factory = Callable[[MemoryConfig, Any], Any]
+
+
+def _embedding(c: MemoryConfig, llm: Any) -> EmbeddingSegmenter:
+    return EmbeddingSegmenter(window=c.segment_window, cutoff=c.segment_cutoff,
+                              min_turns=c.segment_min_turns, max_turns=c.segment_max_turns)
+
+
+def _threshold(c: MemoryConfig) -> ThresholdReconciler:
+    return ThresholdReconciler(c.merge_threshold, max_words=unit_words(c))
+
+
+def _llmlingua(c: MemoryConfig, llm: Any) -> LLMLinguaCompressor:
+    if not c.llmlingua_model_path:
+        raise InvalidInputError('compression="llmlingua" needs llmlingua_model_path, the '
+                                'local folder of an LLMLingua-2 model')
+    return LLMLinguaCompressor(c.llmlingua_model_path)
+
+
+STAGES: dict[str, dict[str, Factory]] = {
+    "segmentation": {
+        "embedding": _embedding,
+        "fixed": lambda c, llm: FixedSegmenter(c.segment_max_turns),
+        "llm": lambda c, llm: LLMSegmenter(llm, _embedding(c, llm)),
+        "incremental": lambda c, llm: IncrementalLLMSegmenter(
+            llm, _embedding(c, llm), max_turns=c.segment_max_turns),
+    },
+    "extraction": {
+        "segment": lambda c, llm: SegmentExtractor(),
+        "llm": lambda c, llm: LLMExtractor(llm, SegmentExtractor(), max_words=unit_words(c)),
+    },
+    "compression": {
+        "filler": lambda c, llm: FillerCompressor(),
+        "identity": lambda c, llm: IdentityCompressor(),
+        "llmlingua": _llmlingua,
+    },
+    "reconciliation": {
+        "threshold": lambda c, llm: _threshold(c),
+        "llm": lambda c, llm: LLMReconciler(llm, _threshold(c), max_words=unit_words(c)),
+    },
+}
+"""Stage -> implementation name -> factory(config, metered llm or None)."""
+
+NEEDS_LLM = {"llm", "incremental"}
+DEFAULTS = {
+    False: {"segmentation": "embedding", "extraction": "segment", "compression": "filler",
+            "reconciliation": "threshold"},
+    True: {"segmentation": "llm", "extraction": "llm", "compression": "filler",
+           "reconciliation": "llm"},
+}
+"""Implementation used when a stage's setting is None, without and with an LLM."""
+
+
+def build_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:
+    """The write path the settings ask for; `llm` is anything `as_llm` accepts (metered
+    here unless it already is)."""
+    metered = metered_llm(llm, config)
+    chosen = {}
+    for stage, options in STAGES.items():
+        name = getattr(config, stage) or DEFAULTS[metered is not None][stage]
+        if name not in options:
+            raise InvalidInputError(f"unknown {stage} {name!r}; choose one of {sorted(options)}")
+        if name in NEEDS_LLM and metered is None:
+            raise InvalidInputError(f'{stage}="{name}" needs an LLM: pass llm= to open()')
+        chosen[stage] = options[name](config, metered)
+    return Pipeline(segmenter=chosen["segmentation"], extractor=chosen["extraction"],
+                    compressor=chosen["compression"], reconciler=chosen["reconciliation"])

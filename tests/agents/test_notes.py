@@ -1,0 +1,184 @@
+"""A-MEM notes through the public API: attributes, links, evolution, link-following search.
+
+The LLM tests use scripted fake LLMs (callables answering by prompt); the slow test runs
+the real local LLM (`rmm_core.models.local_llm`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rmm_core import ReflectiveMemory
+from rmm_core.agents.notes import ParseError, parse_links, parse_notes
+from rmm_core.errors import InvalidInputError
+from rmm_core.models import prompts
+from rmm_core.models.embed import HashEmbedder
+from rmm_core.storage.base import AttrsUpdate
+
+DOG_1 = [{"speaker": "Ann", "text": "I adopted a beagle puppy named Rex from the shelter."},
+         {"speaker": "Bob", "text": "Lovely! How old is the beagle Rex?"}]
+DOG_2 = [{"speaker": "Ann", "text": "Rex the beagle puppy chewed my shoes again."},
+         {"speaker": "Bob", "text": "Beagle puppies chew. Get Rex some chew toys."}]
+JOB = [{"speaker": "Ann", "text": "My job interview at the bank went well."},
+       {"speaker": "Bob", "text": "When will the bank call you back about the job?"}]
+
+
+def _mem(embedder, **settings) -> ReflectiveMemory:
+    return ReflectiveMemory.open(":memory:", embedder=embedder, notes=True, **settings)
+
+
+def by_text(mem: ReflectiveMemory, user: str, needle: str):
+    return next(m for m in mem.memories(user_id=user) if needle in m.text)
+
+
+def test_llm_free_notes_have_keywords_tags_context(embedder):
+    mem = _mem(embedder)
+    mem.add_session(DOG_1, user_id="u")
+    mem.add_session(JOB, user_id="u")
+    dog = by_text(mem, "u", "adopted")
+    assert "rex" in dog.attrs["keywords"] or "beagle" in " ".join(dog.attrs["keywords"])
+    assert dog.attrs["tags"] and dog.attrs["context"].startswith("Ann and Bob on")
+    job = by_text(mem, "u", "interview")
+    assert any("job" in k or "bank" in k for k in job.attrs["keywords"])
+
+
+def test_related_memories_link_both_ways_and_unrelated_do_not(embedder):
+    mem = _mem(embedder)
+    for session in (DOG_1, JOB, DOG_2):
+        mem.add_session(session, user_id="u")
+    dog1, dog2 = by_text(mem, "u", "adopted"), by_text(mem, "u", "chewed")
+    job = by_text(mem, "u", "interview")
+    assert dog2.id in dog1.attrs["links"] and dog1.id in dog2.attrs["links"]
+    assert job.id not in dog2.attrs["links"]
+
+
+def test_notes_off_by_default_leave_attrs_alone(embedder):
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder)
+    mem.add_session(DOG_1, user_id="u")
+    assert "links" not in mem.memories(user_id="u")[0].attrs
+
+
+def test_follow_links_brings_a_linked_memory_into_the_top_k(embedder):
+    mem = _mem(embedder, note_link_threshold=0.3)
+    for session in (DOG_1, JOB, DOG_2):
+        mem.add_session(session, user_id="u")
+    query = "What did Ann adopt from the shelter?"
+    plain = mem.search(query, user_id="u", k=2)
+    linked = mem.search(query, user_id="u", k=2, follow_links=True)
+    top = plain[0].memory
+    assert len(linked) == 2 and linked[0].memory.id == top.id
+    assert linked[1].memory.id in top.attrs["links"]
+    assert [h.rank for h in linked] == [0, 1]
+    assert linked[1].text.endswith(linked[1].memory.text)
+
+
+def test_notes_in_key_changes_key_and_key_vector(embedder):
+    mem = _mem(embedder, notes_in_key=True)
+    mem.add_session(DOG_1, user_id="u")
+    memory = mem.memories(user_id="u")[0]
+    assert memory.key.startswith(memory.attrs["key_base"])
+    assert "keywords:" in memory.key
+    vector = mem.store.memory_vectors("u", [memory.id])[memory.id][0]
+    assert vector @ embedder.embed([memory.key])[0] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_update_memory_attrs_is_user_scoped_and_versioned(embedder):
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder)
+    mem.add_session(DOG_1, user_id="u")
+    memory = mem.memories(user_id="u")[0]
+    with pytest.raises(InvalidInputError):
+        mem.store.update_memory_attrs("other", [AttrsUpdate(memory.id, {"x": 1})])
+    assert mem.memories(user_id="u")[0].attrs == memory.attrs
+    [after] = mem.store.update_memory_attrs(
+        "u", [AttrsUpdate(memory.id, {**memory.attrs, "context": "c"}, reason="evolved",
+                          source="m2")])
+    assert after.attrs["context"] == "c"
+    assert [v.reason for v in after.versions] == ["created", "evolved"]
+    assert after.versions[-1].text == memory.text and after.versions[-1].source == "m2"
+
+
+# LLM notes, links and evolution with a scripted LLM ----------------------------------------------
+class ScriptedNotesLLM:
+    """Answers the note prompt with fixed notes and the link prompt by linking note 0 and
+    evolving its context; counts calls per prompt kind."""
+
+    def __init__(self) -> None:
+        self.calls = {"notes": 0, "links": 0}
+
+    def complete(self, prompt: str) -> str:
+        if prompt.startswith(prompts.NOTES.split("\n")[0]):
+            self.calls["notes"] += 1
+            n = prompt.split("Notes:\n", 1)[1].count("\n[") + 1
+            return json.dumps([{"note": i, "keywords": [f"kw{i}"], "tags": ["pets"],
+                                "context": f"context {self.calls['notes']}"} for i in range(n)])
+        if prompt.startswith(prompts.LINKS.split("\n")[0]):
+            self.calls["links"] += 1
+            return ('```json\n{"links": [0], "updates": [{"note": 0, '
+                    '"context": "Ann\'s dog Rex, now a chewer", "tags": ["pets", "dogs"]}]}\n```')
+        raise AssertionError(f"unexpected prompt {prompt[:80]!r}")
+
+
+def test_llm_links_and_evolution_keep_the_earlier_note(embedder):
+    llm = ScriptedNotesLLM()
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder, notes=True,
+                                segmentation="embedding", extraction="segment",
+                                reconciliation="threshold", llm=llm)
+    mem.add_session(DOG_1, user_id="u")
+    first = mem.memories(user_id="u")[0]
+    assert first.attrs["keywords"] == ["kw0"] and first.attrs["context"] == "context 1"
+    mem.add_session(DOG_2, user_id="u")
+    old = mem.memories(user_id="u")[0]
+    new = by_text(mem, "u", "chewed")
+    assert new.id in old.attrs["links"] and old.id in new.attrs["links"]
+    assert old.attrs["context"] == "Ann's dog Rex, now a chewer"
+    assert old.attrs["tags"] == ["pets", "dogs"] and old.attrs["keywords"] == ["kw0"]
+    assert old.attrs["note_history"][0]["context"] == "context 1"
+    assert old.attrs["note_history"][0]["by"] == new.id
+    assert old.versions[-1].reason == "evolved" and old.versions[-1].source == new.id
+    assert llm.calls == {"notes": 2, "links": 1}
+
+
+def test_broken_llm_notes_fall_back_to_tfidf(embedder):
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder, notes=True,
+                                segmentation="embedding", extraction="segment",
+                                reconciliation="threshold", llm=lambda prompt: "no json here")
+    with pytest.warns(UserWarning):
+        mem.add_session(DOG_1, user_id="u")
+    memory = mem.memories(user_id="u")[0]
+    assert memory.attrs["keywords"] and memory.attrs["context"].startswith("Ann and Bob")
+
+
+def test_parsers_reject_bad_answers():
+    with pytest.raises(ParseError, match="missing"):
+        parse_notes('[{"note": 0, "context": "x"}]', 2)
+    with pytest.raises(ParseError, match="context"):
+        parse_notes('[{"note": 0, "keywords": ["a"]}]', 1)
+    with pytest.raises(ParseError, match="stored note number"):
+        parse_links('{"links": [5]}', [])
+    assert parse_links('{"links": [], "updates": []}', []).links == []
+
+
+def test_hash_embedder_pipeline_runs_notes_without_sklearn_models():
+    mem = _mem(HashEmbedder())
+    mem.add_session(DOG_1, user_id="u")
+    mem.add_session(DOG_2, user_id="u")
+    assert all("context" in m.attrs for m in mem.memories(user_id="u"))
+
+
+@pytest.mark.slow
+def test_real_local_llm_writes_notes_and_links(embedder):
+    local_llm = pytest.importorskip("rmm_core.models.local_llm")
+    try:
+        llm = local_llm.LocalLLM(max_tokens=400)
+    except Exception as exc:  # the model parts or xllamacpp are not installed
+        pytest.skip(f"local LLM unavailable: {exc}")
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder, notes=True,
+                                segmentation="embedding", extraction="segment",
+                                reconciliation="threshold", llm=llm)
+    mem.add_session(DOG_1, user_id="u")
+    mem.add_session(DOG_2, user_id="u")
+    memories = mem.memories(user_id="u")
+    assert all(m.attrs.get("context") and m.attrs.get("keywords") for m in memories)
+    assert all("links" in m.attrs for m in memories)
