@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cache, lru_cache
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ COSINE_SPREAD = 0.1
 """Typical spread of the query's cosines over 20 candidates: puts a lone item's cosine on
 the z scale of the learned weights (`FeatureScorer.item_scores`)."""
 
-SHIPPED = Path(__file__).parent / "data" / "rerank_features.json"
+SHIPPED = Path(str(files("rmm_core") / "data" / "rerank_features.json"))
 """The pre-trained weights packaged with the library (`rmm bench rerank --save-weights`)."""
 
 _STOP = frozenset(

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
+from test_rerank import TOPICS
 
 from rmm_core import InvalidInputError, ReflectiveMemory
 from rmm_core.errors import StorageError
@@ -29,14 +30,6 @@ from rmm_core.learn.rerank_features import (
 from rmm_core.storage.sqlite import SQLiteStore
 from rmm_core.types import Memory, MemoryHit
 
-TOPICS = [
-    "I adopted a puppy called Rex and we walk by the river every morning.",
-    "My sister is getting married in Lisbon next June, I am the maid of honour.",
-    "I started learning the cello; my teacher says my bowing is improving.",
-    "We repainted the kitchen a pale green colour over the long weekend.",
-    "The marathon in Berlin took me four hours and twelve minutes to finish.",
-    "I'm reading a novel about a lighthouse keeper on a remote island.",
-]
 QUERIES = ["what pet do I have?", "where is the wedding?", "music lessons", "kitchen colour"]
 
 
