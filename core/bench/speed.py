@@ -6,25 +6,16 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..memory import ReflectiveMemory
-from ..models.embed import Embedder, default_embedder
+from ..models.embed import default_embedder
 from ..read.index import EXACT_LIMIT
-from ..storage.base import NewMemory
-from ..types import Memory, Turn, new_memory_id
-
-_WORDS = ("alice bob carol dave painting hiking guitar piano camping budget mortgage garden "
-          "recipe marathon concert museum vacation lake beach dog cat puppy kitten school "
-          "teacher nurse engineer startup promotion interview wedding birthday anniversary "
-          "charity shelter volunteer adoption novel poetry pottery sunrise sunset mountain "
-          "river city festival parade baseball soccer basketball yoga meditation therapy "
-          "friendship family cousin grandmother neighbour january march june october 2022 "
-          "2023 weekend morning evening coffee tea bakery cookies pasta sushi").split()
+from ..types import Turn
+from .bank import WORDS, fill, synthetic_bank, timed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,37 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "server with pgserver)")
 
 
-def synthetic_bank(n: int, embedder: Embedder, *, turns: int = 2, seed: int = 0,
-                   word_vecs: np.ndarray | None = None) -> tuple[list[str], np.ndarray]:
-    """Random 12-word texts and their vectors, shape (n, 1 + turns, dim).
-
-    A text's vector is the mean of its words' embeddings plus noise, and each turn vector
-    that of a third of its words, so that the bank has the clustered structure real
-    memories have (an approximate index behaves differently on uniform noise).
-    """
-    rng = np.random.default_rng(seed)
-    words = np.asarray(_WORDS)
-    picks = rng.integers(0, len(words), size=(n, 12))
-    texts = [" ".join(row) for row in words[picks]]
-    if word_vecs is None:
-        word_vecs = embedder.embed(list(words))
-    parts = [picks] + [picks[:, 4 * (t % 3): 4 * (t % 3) + 4] for t in range(turns)]
-    vectors = np.stack([word_vecs[p].mean(axis=1) for p in parts], axis=1)
-    vectors += 0.05 * rng.standard_normal(vectors.shape).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=2, keepdims=True)
-    return texts, vectors.astype(np.float32)
-
-
-def fill(mem: ReflectiveMemory, user_id: str, texts: list[str], vectors: np.ndarray,
-         chunk: int = 20_000) -> None:
-    """Write the bank straight into the store, `chunk` memories a transaction."""
-    for start in range(0, len(texts), chunk):
-        mem.store.add_memories(user_id, [
-            NewMemory(Memory(id=new_memory_id(), user_id=user_id, text=t, key=t, refs=[]), v)
-            for t, v in zip(texts[start:start + chunk], vectors[start:start + chunk])],
-            source="bench")
-
-
 def rss_mb() -> tuple[float, float]:
     """This process's resident memory now and at its peak, in MiB (Linux)."""
     status = Path("/proc/self/status").read_text()
@@ -91,7 +51,7 @@ def rss_mb() -> tuple[float, float]:
 def chat_session(rng: np.random.Generator, turns: int = 2) -> list[Turn]:
     """A short user/assistant exchange of random bank words."""
     return [Turn("user" if i % 2 == 0 else "assistant",
-                 " ".join(rng.choice(_WORDS, size=10))) for i in range(turns)]
+                 " ".join(rng.choice(WORDS, size=10))) for i in range(turns)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,7 +82,7 @@ def run_bank(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
     embedder = mem.embedder
     texts, vectors = synthetic_bank(args.memories, embedder, turns=args.turns)
     rng = np.random.default_rng(1)
-    queries = [" ".join(rng.choice(_WORDS, size=6)) for _ in range(args.queries)]
+    queries = [" ".join(rng.choice(WORDS, size=6)) for _ in range(args.queries)]
     user = f"speed-{args.memories}"
     mem.forget(user_id=user)
     t0 = time.perf_counter()
@@ -134,14 +94,14 @@ def run_bank(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
     build_s = time.perf_counter() - t0
     index = mem._index(user)
     rss, peak = rss_mb()
-    search_ms = _timed(lambda q: mem.search(q, user_id=user, k=args.k), queries)
-    embed_ms = _timed(lambda q: embedder.embed([q]), queries)
+    search_ms = timed(lambda q: mem.search(q, user_id=user, k=args.k), queries)
+    embed_ms = timed(lambda q: embedder.embed([q]), queries)
     query_vecs = embedder.embed(queries)
     units = index._units_at(np.arange(len(index)))
     top = mem.config.candidates
     raw, raw_name = _raw_faiss(units, len(index) > EXACT_LIMIT)
     del units
-    faiss_ms = _timed(lambda v: raw.search(v[None, :], top), query_vecs)
+    faiss_ms = timed(lambda v: raw.search(v[None, :], top), query_vecs)
     agreement = exact_agreement(mem, user, queries[:100], top)
     first_ms, cached_ms, reflect_ms = _after_sessions(mem, user, queries, args)
     s50, s95 = np.percentile(search_ms, [50, 95])
@@ -205,15 +165,15 @@ def _after_sessions(mem: ReflectiveMemory, user: str, queries: list[str],
         mem.end_session(user_id=user, session_id=f"new-{i}")
         reflect.append(1000 * (time.perf_counter() - t0))
         q = queries[i % len(queries)]
-        first += _timed(lambda q: mem.search(q, user_id=user, k=args.k), [q])
-        cached += _timed(lambda q: mem.search(q, user_id=user, k=args.k), [q])
+        first += timed(lambda q: mem.search(q, user_id=user, k=args.k), [q])
+        cached += timed(lambda q: mem.search(q, user_id=user, k=args.k), [q])
     return first, cached, reflect
 
 
 def run_users(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
     """Many small users in one process: each searched cold, then all again, RSS."""
     n_users, per_user = args.users, args.memories
-    word_vecs = mem.embedder.embed(list(_WORDS))
+    word_vecs = mem.embedder.embed(list(WORDS))
     users = [f"user-{i}" for i in range(n_users)]
     t0 = time.perf_counter()
     for i, user in enumerate(users):  # each user's bank made as it is written
@@ -221,11 +181,11 @@ def run_users(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
                                         word_vecs=word_vecs))
     write_s = time.perf_counter() - t0
     rng = np.random.default_rng(1)
-    queries = [" ".join(rng.choice(_WORDS, size=6)) for _ in range(n_users)]
+    queries = [" ".join(rng.choice(WORDS, size=6)) for _ in range(n_users)]
     order = rng.permutation(n_users)
-    cold = _timed(lambda i: mem.search(queries[i], user_id=users[i], k=args.k), order)
+    cold = timed(lambda i: mem.search(queries[i], user_id=users[i], k=args.k), order)
     rss_cold, _ = rss_mb()
-    again = _timed(lambda i: mem.search(queries[i], user_id=users[i], k=args.k), order)
+    again = timed(lambda i: mem.search(queries[i], user_id=users[i], k=args.k), order)
     rss, peak = rss_mb()
     print(f"{n_users} users x {per_user} memories x {1 + args.turns} vectors in one process, "
           f"cache_bytes {args.cache_bytes / 2**20:.1f} MiB; write {write_s:.0f} s")
@@ -261,15 +221,6 @@ def run_ingest(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
     print(f"{n} 3-turn sessions reflected into an empty bank: {first:.1f} s "
           f"({1000 * first / n:.0f} ms a session); {n} more into a bank of {big} memories: "
           f"{last:.1f} s ({1000 * last / n:.0f} ms a session); ratio {last / first:.2f}x")
-
-
-def _timed(call: Callable[[Any], Any], items: Any) -> list[float]:
-    out = []
-    for item in items:
-        t0 = time.perf_counter()
-        call(item)
-        out.append(1000 * (time.perf_counter() - t0))
-    return out
 
 
 def exact_agreement(mem: ReflectiveMemory, user_id: str, queries: list[str], top: int) -> float:

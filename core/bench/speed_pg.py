@@ -20,7 +20,7 @@ import numpy as np
 
 from ..memory import ReflectiveMemory
 from ..models.embed import default_embedder
-from .speed import _WORDS, _timed, fill, synthetic_bank
+from .bank import WORDS, fill, synthetic_bank, timed
 
 _FRESH = """
 import json, sys, time
@@ -70,7 +70,7 @@ def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_0
     embedder = default_embedder()
     texts, vectors = synthetic_bank(memories, embedder, turns=turns)
     rng = np.random.default_rng(1)
-    qs = [" ".join(rng.choice(_WORDS, size=6)) for _ in range(queries)]
+    qs = [" ".join(rng.choice(WORDS, size=6)) for _ in range(queries)]
     server = None
     if postgres_url is None:
         postgres_url, server = local_postgres()
@@ -92,11 +92,11 @@ def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_0
         out["process_load_s"] = time.perf_counter() - t0
         database.search(qs[0], user_id=user, k=k)  # warm the server's caches
         # one loop per backend: interleaved, idle library threads would slow the other
-        out["process_ms"] = _timed(lambda q: process.search(q, user_id=user, k=k), qs)
-        out["database_ms"] = _timed(lambda q: database.search(q, user_id=user, k=k), qs)
-        out["embed_ms"] = _timed(lambda q: embedder.embed([q]), qs)
+        out["process_ms"] = timed(lambda q: process.search(q, user_id=user, k=k), qs)
+        out["database_ms"] = timed(lambda q: database.search(q, user_id=user, k=k), qs)
+        out["embed_ms"] = timed(lambda q: embedder.embed([q]), qs)
         qvecs = embedder.embed(qs[:db_queries])
-        out["exact_scan_ms"] = _timed(
+        out["exact_scan_ms"] = timed(
             lambda v: database.store.vector_search(user, v, database.config.candidates), qvecs)
         out["agreement"], out["top1"] = _agreement(process, database, user, qs[:100])
         for name in ("process", "database"):
