@@ -1,6 +1,6 @@
 """In-database search: the store's SQL shortlists a user's memories (pgvector HNSW over their
 own vectors, PostgreSQL full-text rank over their keys) and scores them; the signals are
-fused here as the in-process index fuses its own (`index.fuse_pool`), so no process loads a
+fused here as the in-process index fuses its own (`Scale.fuse`), so no process loads a
 user's vectors and every process sees every other's writes at its next search.
 """
 
@@ -23,9 +23,6 @@ from .index import (
     Z_SAMPLE,
     FusionWeights,
     Scale,
-    _scaled,
-    _stats,
-    fuse_pool,
 )
 from .tokens import tokenize
 
@@ -93,20 +90,19 @@ class DatabaseSearcher:
         sample = store.search_sample(user_id, terms, query_vec, SAMPLE)
         if not len(sample):  # nothing sampled (a bank emptied meanwhile): the shortlist's own
             sample = np.asarray([(r.lexical, r.unit, r.unit) for r in shortlist])
-        lexical, unit, turn = (_stats(sample[:, i]) for i in range(3))
-        scale = Scale(lexical, unit, turn)
+        scale = Scale.of(*(sample[:, i] for i in range(3)))
         if len(shortlist) > POOL:  # score turns and neighbours only for the best by the cheap
-            cheap = (weights.lexical * _scaled(_column(shortlist, "lexical"), lexical)
-                     + weights.dense * _scaled(_column(shortlist, "unit"), unit)
+            cheap = (scale.cheap(weights, _column(shortlist, "lexical"),
+                                 _column(shortlist, "unit"))
                      - weights.assistant * self._assistant(shortlist))
             shortlist = [shortlist[i] for i in np.argpartition(-cheap, POOL)[:POOL]]
         pool = store.search_pool(user_id, [r.id for r in shortlist], terms, query_vec, filters)
-        fused, spread = fuse_pool(
-            weights, scale, *(_column(pool, name) for name in ("lexical", "unit", "turn")),
-            self._assistant(pool), *_links(pool))
+        fused, spread = scale.fuse(
+            weights, *(_column(pool, name) for name in ("lexical", "unit", "turn")),
+            self._assistant(pool), (np.arange(len(pool)), *_links(pool)))
         order = np.argsort(-fused, kind="stable")[:top]
         return ([(pool[i].id, float(fused[i])) for i in order],
-                Scale(None, unit, turn, spread))
+                Scale(None, scale.unit, scale.turn, spread))
 
     def _assistant(self, rows: list[SignalRow]) -> np.ndarray:
         if not self.weights.assistant:

@@ -13,7 +13,7 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -160,19 +160,32 @@ class Scale:
     """Spread of the fused scores (None: that of the items fused)."""
 
     @classmethod
-    def of(cls, lexical: np.ndarray, dense: np.ndarray) -> Scale:
-        """The scale of items with no bank to compare with: their own."""
-        return cls(_stats(lexical), _stats(dense), _stats(dense))
+    def of(cls, lexical: np.ndarray, unit: np.ndarray, turn: np.ndarray | None = None
+           ) -> Scale:
+        """The scale of the signals given (a sample of the bank, or items with no bank to
+        compare with: their own); `turn` None: the unit signal is the turn signal too."""
+        return cls(_stats(lexical), _stats(unit), _stats(unit if turn is None else turn))
 
-    def fuse(self, weights: FusionWeights, lexical: np.ndarray, dense: np.ndarray,
-             assistant: np.ndarray) -> np.ndarray:
-        """The fused score of items with one vector each (it is their unit and turn vector),
-        lowered like the bank's for items only the assistant wrote; no neighbour smoothing."""
-        fused = (weights.lexical * _scaled(lexical, self.lexical or _stats(lexical))
-                 + weights.dense * _scaled(dense, self.unit)
-                 + weights.turn * _scaled(dense, self.turn))
+    def cheap(self, weights: FusionWeights, lexical: np.ndarray, unit: np.ndarray
+              ) -> np.ndarray:
+        """The lexical and dense part of the fused score: what a shortlist is cut by before
+        turns and neighbours are scored."""
+        return (weights.lexical * _scaled(lexical, self.lexical or _stats(lexical))
+                + weights.dense * _scaled(unit, self.unit))
+
+    def fuse(self, weights: FusionWeights, lexical: np.ndarray, unit: np.ndarray,
+             turn: np.ndarray, assistant: np.ndarray,
+             links: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+             ) -> tuple[np.ndarray, float]:
+        """The fused scores of a pool of items and the spread the assistant prior used:
+        signals z-scored on this scale, each item's same-session neighbours smoothed in when
+        `links` = (sorted pool positions, previous and next position of each, -1 for none)
+        is given, items only the assistant wrote lowered by `assistant` spreads."""
+        fused = self.cheap(weights, lexical, unit) + weights.turn * _scaled(turn, self.turn)
+        if links is not None and weights.smoothing:
+            fused = _smooth(fused, *links, weights.smoothing)
         spread = self.fused if self.fused is not None else _stats(fused)[1]
-        return fused - weights.assistant * spread * assistant
+        return fused - weights.assistant * spread * assistant, spread
 
 
 @dataclass(slots=True)
@@ -488,18 +501,15 @@ class UserIndex:
             unit[shortlist] = self._units_at(shortlist) @ query_vec
             if not len(shortlist):
                 return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
-        lexical_stats = _stats(lexical)
         assistant = (self.assistant_only(weights) if weights.assistant
                      else np.zeros(n, dtype=np.float32))
-
-        def base(positions: np.ndarray) -> np.ndarray:
-            return (weights.lexical * _scaled(lexical[positions], lexical_stats)
-                    + weights.dense * _scaled(unit[positions], unit_stats))
-
+        turn_sample = sample_turns.best(query_vec, sample_unit)
+        scale = Scale(_stats(lexical), unit_stats, _stats(turn_sample))
         if len(shortlist) <= POOL:
             pool = shortlist
         else:  # score turns and neighbours only for the best by the cheap signals
-            cheap = base(shortlist) - weights.assistant * assistant[shortlist]
+            cheap = (scale.cheap(weights, lexical[shortlist], unit[shortlist])
+                     - weights.assistant * assistant[shortlist])
             best = shortlist[np.argpartition(-cheap, POOL)[:POOL]]
             pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
             pool = pool[pool >= 0]
@@ -509,33 +519,11 @@ class UserIndex:
                 added = pool[~listed[pool]]  # neighbours outside the shortlist
                 unit[added] = self._units_at(added) @ query_vec
         everyone = n <= Z_SAMPLE  # else estimate the turn signal's spread from the sample
-        turn_sample = sample_turns.best(query_vec, sample_unit)
-        mean, std = _stats(turn_sample)
         turn = turn_sample[pool] if everyone else self.turn_scores(query_vec, pool, unit[pool])
-        fused = base(pool) + weights.turn * (turn - mean) / std
-        if weights.smoothing:
-            fused = _smooth(fused, pool, self._prev, self._next, weights.smoothing)
-        spread = _stats(fused)[1]
-        fused -= weights.assistant * spread * assistant[pool]
+        fused, spread = scale.fuse(weights, lexical[pool], unit[pool], turn, assistant[pool],
+                                   (pool, self._prev, self._next))
         order = np.argsort(-fused, kind="stable")[:top]
-        return Candidates(pool[order], fused[order],
-                          Scale(lexical_stats, unit_stats, (mean, std), spread))
-
-
-def fuse_pool(weights: FusionWeights, scale: Scale, lexical: np.ndarray, unit: np.ndarray,
-              turn: np.ndarray, assistant: np.ndarray, prev: np.ndarray,
-              nxt: np.ndarray) -> tuple[np.ndarray, float]:
-    """The fused scores of a pool of memories scored outside a `UserIndex` (in a database),
-    as `UserIndex.search` fuses its pool: signals z-scored on `scale`, neighbours smoothed
-    (`prev`/`nxt`: pool indices of each one's same-session neighbours, -1 for none), the
-    assistant prior; and the spread of the fused scores."""
-    fused = (weights.lexical * _scaled(lexical, scale.lexical or _stats(lexical))
-             + weights.dense * _scaled(unit, scale.unit)
-             + weights.turn * _scaled(turn, scale.turn))
-    if weights.smoothing:
-        fused = _smooth(fused, np.arange(len(fused)), prev, nxt, weights.smoothing)
-    spread = _stats(fused)[1]
-    return fused - weights.assistant * spread * assistant, spread
+        return Candidates(pool[order], fused[order], replace(scale, fused=spread))
 
 
 def _mask(n: int, positions: np.ndarray) -> np.ndarray:

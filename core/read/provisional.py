@@ -77,7 +77,8 @@ class OpenTurns:
         lexical = (corpus or Corpus.of(docs)).scores(query_tokens, docs)
         assistant = np.repeat([weights.by_assistant([t.speaker]) for t, _ in turns],
                               counts).astype(np.float32)
-        fused = (scale or Scale.of(lexical, dense)).fuse(weights, lexical, dense, assistant)
+        fused = (scale or Scale.of(lexical, dense)).fuse(weights, lexical, dense, dense,
+                                                         assistant)[0]
         starts = np.cumsum(counts) - counts
         best_score = np.maximum.reduceat(fused, starts)
         out: list[Provisional] = []
