@@ -1,0 +1,222 @@
+"""The memory bank: memories, their versions and vectors, written by reflection or directly."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import InvalidInputError, NotFoundError, StorageError
+from ...types import Memory, MemoryVersion, from_iso, iso, utcnow
+from ..base import AttrsUpdate, MergeInto, NewMemory
+from .backend import Tx, _chunks, _marks
+from .index_data import IndexDataSQL
+
+_MEMORY_COLS = ("id, user_id, text, key, refs, speakers, session_ids, occurred_at, "
+                "created_at, updated_at, attrs, metadata")
+_MEMORY_INSERT = (f"INSERT INTO memories ({_MEMORY_COLS}, seq) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_VERSION_INSERT = ("INSERT INTO memory_versions (memory_id, user_id, version, text, refs, "
+                   "reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_VECTOR_INSERT = "INSERT INTO memory_vectors (memory_id, user_id, idx, vec) VALUES (?, ?, ?, ?)"
+
+
+def _union(a: Sequence[str], b: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys([*a, *b]))
+
+
+class MemoryBankSQL(IndexDataSQL):
+    """Memories with provenance (`storage.protocols.MemoryBank`); every write bumps the
+    user's generation and logs what it changed."""
+
+    # memories -------------------------------------------------------------------------------
+    def commit_reflection(self, user_id: str, session_id: str, expected_reflected: int,
+                          reflected: int, adds: Sequence[NewMemory],
+                          merges: Sequence[MergeInto]) -> list[Memory] | None:
+        now = iso(utcnow())
+        with self._tx(f"user:{user_id}") as db:
+            row = db.one("SELECT reflected FROM sessions WHERE user_id = ? AND session_id = ?",
+                         (user_id, session_id))
+            if row is None or row[0] != expected_reflected:
+                return None
+            self._insert_memories(db, user_id, adds, now, session_id)
+            touched = [new.memory.id for new in adds]
+            version_rows, vector_rows = [], []
+            for merge in merges:
+                version_rows.append(self._merge(db, user_id, merge, now))
+                vector_rows += self._vector_rows(merge.target_id, user_id, merge.vectors)
+                touched.append(merge.target_id)
+            if version_rows:
+                db.many(_VERSION_INSERT, version_rows)
+            if vector_rows:
+                db.many(_VECTOR_INSERT, vector_rows)
+            db.run("UPDATE sessions SET reflected = ?, status = CASE WHEN ? >= n_turns "
+                   "AND status = 'ended' THEN 'done' ELSE status END, reflect_failures = 0, "
+                   "reflect_error = NULL, reflect_retry_at = NULL "
+                   "WHERE user_id = ? AND session_id = ?",
+                   (reflected, reflected, user_id, session_id))
+            if touched:
+                self._bump(db, user_id, touched)
+        return self.memories(user_id, list(dict.fromkeys(touched)))
+
+    def _insert_memories(self, db: Tx, user_id: str, adds: Sequence[NewMemory],
+                         now: str | None, source: str) -> None:
+        """Insert new memories after the user's last, each with its first version."""
+        if not adds:
+            return
+        seq = db.one("SELECT COALESCE(MAX(seq), 0) FROM memories WHERE user_id = ?",
+                     (user_id,))[0]
+        memory_rows, version_rows, vector_rows = [], [], []
+        for position, new in enumerate(adds, start=seq + 1):
+            m = new.memory
+            memory_rows.append(self._memory_row(m, user_id, position))
+            version_rows.append((m.id, user_id, 1, self._enc(m.text), json.dumps(m.refs),
+                                 "created", now, source))
+            vector_rows += self._vector_rows(m.id, user_id, new.vectors)
+        db.many(_MEMORY_INSERT, memory_rows)
+        db.many(_VERSION_INSERT, version_rows)
+        db.many(_VECTOR_INSERT, vector_rows)
+
+    def _memory_row(self, m: Memory, user_id: str, seq: int) -> tuple:
+        return (m.id, user_id, self._enc(m.text), self._enc(m.key), json.dumps(m.refs),
+                json.dumps(m.speakers), json.dumps(m.session_ids), iso(m.occurred_at),
+                iso(m.created_at), iso(m.updated_at), json.dumps(m.attrs),
+                json.dumps(m.metadata), seq)
+
+    def add_memories(self, user_id: str, adds: Sequence[NewMemory], source: str) -> list[Memory]:
+        with self._tx(f"user:{user_id}") as db:
+            self._insert_memories(db, user_id, adds, iso(utcnow()), source)
+            if adds:
+                self._bump(db, user_id, [new.memory.id for new in adds])
+        return self.memories(user_id, [new.memory.id for new in adds])
+
+    def update_memory(self, user_id: str, memory_id: str, text: str, key: str,
+                      vectors: np.ndarray, metadata: dict[str, Any]) -> Memory:
+        now = iso(utcnow())
+        with self._tx(f"user:{user_id}") as db:
+            row = db.one("SELECT refs FROM memories WHERE id = ? AND user_id = ?",
+                         (memory_id, user_id))
+            if row is None:
+                raise NotFoundError(f"no memory {memory_id!r} for this user")
+            db.run("UPDATE memories SET text = ?, key = ?, metadata = ?, updated_at = ? "
+                   "WHERE id = ? AND user_id = ?", (self._enc(text), self._enc(key),
+                                                    json.dumps(metadata), now, memory_id,
+                                                    user_id))
+            version = db.one("SELECT COALESCE(MAX(version), 0) FROM memory_versions WHERE "
+                             "memory_id = ? AND user_id = ?", (memory_id, user_id))[0] + 1
+            db.run(_VERSION_INSERT, (memory_id, user_id, version, self._enc(text), row[0],
+                                     "update", now, "direct"))
+            db.run("DELETE FROM memory_vectors WHERE memory_id = ? AND user_id = ?",
+                   (memory_id, user_id))
+            db.many(_VECTOR_INSERT, self._vector_rows(memory_id, user_id, vectors))
+            self._bump(db, user_id, [memory_id])
+        return self.memories(user_id, [memory_id])[0]
+
+    def delete_memory(self, user_id: str, memory_id: str) -> None:
+        with self._tx(f"user:{user_id}") as db:
+            if not db.run("DELETE FROM memories WHERE id = ? AND user_id = ?",
+                          (memory_id, user_id)):
+                raise NotFoundError(f"no memory {memory_id!r} for this user")
+            for table in ("memory_versions", "memory_vectors"):
+                db.run(f"DELETE FROM {table} WHERE memory_id = ? AND user_id = ?",
+                       (memory_id, user_id))
+            self._bump(db, user_id, [memory_id])
+
+    def _merge(self, db: Tx, user_id: str, merge: MergeInto, now: str | None) -> tuple:
+        """Update the target memory in place; return its new version row (vectors replaced)."""
+        old = db.one("SELECT refs, speakers, session_ids FROM memories "
+                     "WHERE id = ? AND user_id = ?", (merge.target_id, user_id))
+        if old is None:
+            raise StorageError(f"merge target {merge.target_id} vanished")
+        refs = _union(json.loads(old[0]), merge.refs)
+        speakers = _union(json.loads(old[1]), merge.speakers)
+        sessions = _union(json.loads(old[2]), merge.session_ids)
+        db.run("UPDATE memories SET text = ?, key = ?, refs = ?, speakers = ?, session_ids = ?, "
+               "updated_at = ? WHERE id = ? AND user_id = ?",
+               (self._enc(merge.text), self._enc(merge.key), json.dumps(refs),
+                json.dumps(speakers), json.dumps(sessions), now, merge.target_id, user_id))
+        version = db.one("SELECT MAX(version) FROM memory_versions WHERE memory_id = ? AND "
+                         "user_id = ?", (merge.target_id, user_id))[0] + 1
+        db.run("DELETE FROM memory_vectors WHERE memory_id = ? AND user_id = ?",
+               (merge.target_id, user_id))
+        return (merge.target_id, user_id, version, self._enc(merge.text), json.dumps(refs),
+                "merged", now, merge.source)
+
+    def _vector_rows(self, memory_id: str, user_id: str, vectors: np.ndarray) -> list[tuple]:
+        return [(memory_id, user_id, i, self._vec_param(np.asarray(v, dtype=np.float32)))
+                for i, v in enumerate(np.atleast_2d(vectors))]
+
+    def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
+        now = iso(utcnow())
+        with self._tx(f"user:{user_id}") as db:
+            for up in updates:
+                row = db.one("SELECT text, refs FROM memories WHERE id = ? AND user_id = ?",
+                             (up.memory_id, user_id))
+                if row is None:
+                    raise InvalidInputError(f"no memory {up.memory_id!r} for this user")
+                db.run("UPDATE memories SET attrs = ?, key = COALESCE(?, key) "
+                       "WHERE id = ? AND user_id = ?",
+                       (json.dumps(up.attrs), None if up.key is None else self._enc(up.key),
+                        up.memory_id, user_id))
+                if up.key_vector is not None:
+                    db.run("UPDATE memory_vectors SET vec = ? WHERE memory_id = ? AND "
+                           "user_id = ? AND idx = 0",
+                           (self._vec_param(np.asarray(up.key_vector, dtype=np.float32)),
+                            up.memory_id, user_id))
+                if up.reason:
+                    version = db.one("SELECT MAX(version) FROM memory_versions WHERE "
+                                     "memory_id = ? AND user_id = ?", (up.memory_id, user_id))[0]
+                    db.run("UPDATE memories SET updated_at = ? WHERE id = ? AND user_id = ?",
+                           (now, up.memory_id, user_id))
+                    db.run("INSERT INTO memory_versions (memory_id, user_id, version, text, "
+                           "refs, reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           (up.memory_id, user_id, (version or 0) + 1, row[0], row[1],
+                            up.reason, now, up.source))
+            if updates:
+                self._bump(db, user_id, [u.memory_id for u in updates])
+        return self.memories(user_id, list(dict.fromkeys(u.memory_id for u in updates)))
+
+    def memories(self, user_id: str, ids: Sequence[str] | None = None, *,
+                 with_versions: bool = True) -> list[Memory]:
+        if ids is None:
+            rows = self._read(f"SELECT {_MEMORY_COLS} FROM memories WHERE user_id = ? "
+                              "ORDER BY seq", (user_id,))
+        else:
+            rows = []
+            for chunk in _chunks(list(ids)):
+                rows += self._read(f"SELECT {_MEMORY_COLS} FROM memories WHERE user_id = ? "
+                                   f"AND id IN ({_marks(len(chunk))})", (user_id, *chunk))
+            order = {mid: i for i, mid in enumerate(ids)}
+            rows.sort(key=lambda r: order[r[0]])
+        out = [Memory(id=r[0], user_id=r[1], text=self._dec(r[2]), key=self._dec(r[3]),
+                      refs=json.loads(r[4]), speakers=json.loads(r[5]),
+                      session_ids=json.loads(r[6]), occurred_at=from_iso(r[7]),
+                      created_at=from_iso(r[8]), updated_at=from_iso(r[9]),
+                      attrs=json.loads(r[10]), metadata=json.loads(r[11])) for r in rows]
+        if with_versions and out:
+            by_id = {m.id: m for m in out}
+            for chunk in _chunks(list(by_id)):
+                for v in self._read(
+                        "SELECT memory_id, version, text, refs, reason, at, source FROM "
+                        f"memory_versions WHERE user_id = ? AND memory_id IN "
+                        f"({_marks(len(chunk))}) ORDER BY version", (user_id, *chunk)):
+                    by_id[v[0]].versions.append(MemoryVersion(
+                        v[1], self._dec(v[2]), tuple(json.loads(v[3])), v[4], from_iso(v[5]),
+                        v[6]))
+        return out
+
+    def memory_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, list[Any]] = {}
+        for chunk in _chunks(list(ids)):
+            for mid, value in self._read(
+                    "SELECT memory_id, vec FROM memory_vectors WHERE user_id = ? AND "
+                    f"memory_id IN ({_marks(len(chunk))}) ORDER BY memory_id, idx",
+                    (user_id, *chunk)):
+                out.setdefault(mid, []).append(value)
+        return {k: self._vec_stack(v) for k, v in out.items()}
+
+    def vector_dim(self) -> int | None:
+        rows = self._read(f"SELECT {self._VECTOR_DIM_SQL} FROM memory_vectors LIMIT 1")
+        return int(rows[0][0]) if rows else None
