@@ -155,5 +155,13 @@ def unit_words(config: MemoryConfig) -> int:
     return config.max_hit_words - 3
 
 
+def cache_budget(config: MemoryConfig) -> int:
+    """`cache_bytes`, capped by the deprecated `reranker_cache_bytes` when that was changed."""
+    default = MemoryConfig.model_fields["reranker_cache_bytes"].default
+    if config.reranker_cache_bytes != default:
+        return min(config.cache_bytes, config.reranker_cache_bytes)
+    return config.cache_bytes
+
+
 DEFAULT_UNIT_WORDS = unit_words(MemoryConfig())
 """`unit_words` of the default settings: LLM stages built outside a pipeline use it."""

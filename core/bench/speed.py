@@ -92,7 +92,7 @@ def run_bank(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     mem.search(queries[0], user_id=user, k=args.k)  # loads and indexes the bank
     build_s = time.perf_counter() - t0
-    index = mem._index(user)
+    index = mem._indexes.get(user)
     rss, peak = rss_mb()
     search_ms = timed(lambda q: mem.search(q, user_id=user, k=args.k), queries)
     embed_ms = timed(lambda q: embedder.embed([q]), queries)
@@ -211,12 +211,12 @@ def run_ingest(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
         return time.perf_counter() - t0
 
     first = ingest("first")
-    size = len(mem._index(user))
+    size = len(mem._indexes.get(user))
     texts, vectors = synthetic_bank(max(args.memories - size, 0), mem.embedder,
                                     turns=args.turns)
     fill(mem, user, texts, vectors)
     mem.search("warm the index", user_id=user)
-    big = len(mem._index(user))
+    big = len(mem._indexes.get(user))
     last = ingest("last")
     print(f"{n} 3-turn sessions reflected into an empty bank: {first:.1f} s "
           f"({1000 * first / n:.0f} ms a session); {n} more into a bank of {big} memories: "
@@ -225,7 +225,7 @@ def run_ingest(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
 
 def exact_agreement(mem: ReflectiveMemory, user_id: str, queries: list[str], top: int) -> float:
     """Mean share of the top-`top` fused candidates that exhaustive scoring also ranks there."""
-    index = mem._index(user_id)
+    index = mem._indexes.get(user_id)
     shares = []
     for q in queries:
         qv = mem.embedder.embed([q])[0]

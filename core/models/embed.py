@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import MissingDependencyError
+from ..errors import InvalidInputError, MissingDependencyError
 
 MINILM_TOKENIZER = files("rmm_core") / "data" / "minilm_tokenizer.json"
 """Shipped in the package data (found wherever this module sits in the package)."""
@@ -240,6 +240,16 @@ EMBEDDERS = {
     "minilm": lambda: SentenceTransformerEmbedder(),
 }
 """Packaged models by name; any other `embedding_model` is a local sentence-transformers path."""
+
+
+def check_dimension(stored: int | None, embedder: Embedder) -> None:
+    """Refuse an embedder whose vectors cannot be compared with the `stored` ones."""
+    dim = getattr(embedder, "dim", None)
+    if stored is not None and dim is not None and stored != dim:
+        name = getattr(embedder, "name", type(embedder).__name__)
+        raise InvalidInputError(
+            f"this memory's vectors have {stored} dimensions but the embedder {name} makes "
+            f"{dim}: open it with the embedding_model it was built with")
 
 
 def default_embedder(model: str | None = None) -> Embedder:

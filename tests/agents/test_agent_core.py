@@ -381,7 +381,7 @@ def test_the_background_worker_reflects_off_the_request_path(open_memory):
     _wait_for(lambda: len(mem.memories(user_id="victim")) and
               len(mem.memories(user_id="caller")) >= 2)
     assert spy.calls and {thread for _, thread in spy.calls} == {"rmm-reflection"}
-    worker = mem._worker
+    worker = mem._ingest.worker
     assert worker.alive
     mem.close()
     assert not worker.alive

@@ -48,7 +48,7 @@ def ranked(index: UserIndex, mem: ReflectiveMemory, query: str, **kw) -> tuple[l
 
 def assert_same_as_rebuild(mem: ReflectiveMemory, user: str) -> UserIndex:
     """The cached index ranks, scores and finds neighbours as one built afresh."""
-    cached = mem._index(user)
+    cached = mem._indexes.get(user)
     fresh = UserIndex(mem.store.index_data(user), mem._stemmer)
     assert cached.generation == fresh.generation
     assert cached.ids == fresh.ids and cached.metadata == fresh.metadata
@@ -172,7 +172,7 @@ def test_a_schema_5_store_gains_the_change_log_on_open(store_target, embedder):
                            "UPDATE meta SET value = '5' WHERE key = 'schema_version'"])
     assert SCHEMA_VERSION == 6
     mem = ReflectiveMemory.open(store_target, embedder=embedder)
-    before = mem._index("u")
+    before = mem._indexes.get("u")
     assert mem.store.index_changes("u", before.generation).data.ids == []
     mem.add_session(session(1), user_id="u", session_id="s1")
     # the log starts with the first change after the migration: a generation from before it
@@ -192,7 +192,7 @@ def test_the_cache_keeps_its_byte_bound_and_evicted_users_search_as_before(tmp_p
                                                                             embedder):
     probe = ReflectiveMemory.open(str(tmp_path / "probe.sqlite"), embedder=embedder)
     probe.add_session(session(0), user_id="p", session_id="s")
-    one = probe._index("p").nbytes
+    one = probe._indexes.get("p").nbytes
     probe.close()
     bound = 3 * one + one // 2  # about three users' indexes
     mem = ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=embedder,
@@ -250,17 +250,17 @@ def test_the_approximate_index_is_trained_once_per_size_class(tmp_path, embedder
     start = Ann.trainings
     query = "I bought zeppelin airship tickets."  # the fact itself: in the list it probes
     vec = embedder.embed([query])[0]
-    mem._index("u").dense_scores(vec, 10)
+    mem._indexes.get("u").dense_scores(vec, 10)
     assert Ann.trainings == start + 1
     [fact] = mem.add(query, user_id="u")
     mem.delete(ids[0], user_id="u")
-    index = mem._index("u")
+    index = mem._indexes.get("u")
     near = index.dense_scores(vec, 10)
     assert index.ids[next(iter(near))] == fact.id  # the new memory is in the shortlist
     assert ids[0] not in index.ids and Ann.trainings == start + 1
     for i in range(8):  # past 4,096 memories: the next size class, trained once
         mem.add(f"another fact {i} about gardening", user_id="u")
-    index = mem._index("u")
+    index = mem._indexes.get("u")
     assert size_class(len(index)) == 6
     index.dense_scores(vec, 10)
     index.dense_scores(vec, 10)

@@ -1,0 +1,147 @@
+"""The search pipeline: fused candidates (index or database, plus open turns) → rerank →
+linked memories → relevance scores, assembled into one `SearchResult`."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..config import MemoryConfig, unit_words
+from ..metadata import matches
+from ..models.embed import Embedder
+from ..storage.base import Store
+from ..types import Memory, MemoryHit, SearchResult
+from .cache import IndexCache
+from .context import hit_text
+from .dbsearch import DatabaseSearcher
+from .index import FusionWeights, Scale, UserIndex
+from .provisional import OpenTurns
+from .score import relevance, scored
+
+if TYPE_CHECKING:
+    from ..learn.rerank import LearnedReranker
+
+Pooled = tuple[Memory, float, np.ndarray]
+"""A search candidate before reranking: the memory, its fused score, its vector rows."""
+
+
+class Searcher:
+    """Retrieval for `ReflectiveMemory.search` over one store, index cache and reranker."""
+
+    def __init__(self, store: Store, embedder: Embedder, config: MemoryConfig,
+                 indexes: IndexCache, reranker: LearnedReranker,
+                 weights: FusionWeights) -> None:
+        self.store, self.embedder, self.config = store, embedder, config
+        self.indexes, self.reranker, self.weights = indexes, reranker, weights
+        self.database = DatabaseSearcher(store, weights, config.search_backend)
+        self.open_turns = OpenTurns(store, embedder, unit_words=unit_words(config),
+                                    stemmer=indexes.stemmer)
+
+    def search(self, query: str, *, user_id: str, k: int, wanted: Mapping[str, Any],
+               session_id: str | None, follow_links: bool, explore: bool,
+               min_score: float | None) -> SearchResult:
+        """The checked arguments of `ReflectiveMemory.search`, searched."""
+        result = SearchResult(uuid.uuid4().hex, query, user_id, [])
+        if not query.strip():
+            return result
+        pool = self._pool(user_id, query, max(k, self.config.candidates), wanted, session_id)
+        if pool is None:
+            return result
+        found, query_vec = pool
+        candidates = [MemoryHit(m, float(score), self._text(m), rank)
+                      for rank, (m, score, _) in enumerate(found)]
+        result.candidates = candidates
+        rows = [r for _, _, r in found]
+        result.hits, ranking = self.reranker.rerank(user_id, query_vec, candidates, rows, k,
+                                                    explore=explore, query=query)
+        if follow_links:
+            from .links import follow_links as with_links
+
+            top = {h.memory.id for h in result.hits}
+            result.hits = with_links(
+                self.store, user_id, [*result.hits, *(c for c in candidates
+                                                      if c.memory.id not in top)],
+                query_vec, k=k, per_hit=self.config.note_follow, text_of=self._text)
+            result.hits = [h for h in result.hits if matches(h.memory.metadata, wanted)]
+        result.hits = scored(result.hits, {c.memory.id: relevance(query_vec, r)
+                                           for c, r in zip(candidates, rows)}, min_score)
+        result.state = {"query_vec": query_vec, "ranking": ranking}
+        return result
+
+    def _text(self, memory: Memory) -> str:
+        return hit_text(memory, dates=self.config.context_dates)
+
+    def _pool(self, user_id: str, query: str, top: int, wanted: Mapping[str, Any],
+              session_id: str | None) -> tuple[list[Pooled], np.ndarray] | None:
+        """The `top` fused candidates, memories and then the open turns they do not cover,
+        with the query's vector (None: nothing to search)."""
+        # open turns before the index: a turn reflected in between is then in both, and
+        # dropped from the open ones below (the other order could miss it in both). The
+        # query itself, logged before it is searched for, is no hit.
+        opened = [(t, m) for t, m in self.open_turns.open(user_id)
+                  if t.session_id != session_id and t.text.strip() != query.strip()
+                  and matches(m, wanted)] if self.config.immediate_recall else []
+        index = None if self.database.wanted(user_id) else self.indexes.get(user_id)
+        if index is not None and not len(index) and not opened:
+            return None
+        query_vec = self.embedder.embed([query])[0]
+        if index is None:
+            found, scale = self._database_candidates(user_id, query, query_vec, top, wanted)
+        else:
+            found, scale = self._memory_candidates(user_id, index, query, query_vec, top,
+                                                   wanted)
+        covered = {r for m, _, _ in found for r in m.refs}
+        found += [(p.memory, p.score, p.vectors) for p in self.open_turns.score(
+            user_id, [(t, m) for t, m in opened if t.id not in covered], query, query_vec,
+            self.weights, scale, index.corpus if scale and index is not None else None, top)]
+        return sorted(found, key=lambda item: -item[1])[:top], query_vec
+
+    def _memory_candidates(self, user_id: str, index: UserIndex, query: str,
+                           query_vec: np.ndarray, top: int,
+                           wanted: Mapping[str, Any]) -> tuple[list[Pooled], Scale | None]:
+        """The fused top memories that match `wanted`, each with its score and vector rows,
+        and the scale their signals were z-scored on (None: nothing scored)."""
+        if not len(index):
+            return [], None
+        subset = np.flatnonzero([matches(m, wanted) for m in index.metadata]) \
+            if wanted else None
+        found = index.search(query, query_vec, top=top, weights=self.weights, subset=subset)
+        stored = {m.id: m for m in self.store.memories(
+            user_id, [index.ids[p] for p in found.positions])}
+        # a memory forgotten since the index snapshot was taken drops out
+        return [(stored[index.ids[p]], float(score), index.rows_of(p))
+                for p, score in zip(found.positions, found.fused)
+                if index.ids[p] in stored], found.scale
+
+    def _database_candidates(self, user_id: str, query: str, query_vec: np.ndarray, top: int,
+                             wanted: Mapping[str, Any]) -> tuple[list[Pooled], Scale | None]:
+        """`_memory_candidates` searched inside the database (`search_backend`)."""
+        found, scale = self.database.candidates(user_id, query, query_vec, top, wanted)
+        ids = [mid for mid, _ in found]
+        stored = {m.id: m for m in self.store.memories(user_id, ids)}
+        rows = self.store.memory_vectors(user_id, ids)
+        return [(stored[mid], score, rows[mid]) for mid, score in found
+                if mid in stored and mid in rows], scale
+
+    def best_similarity(self, query: str, user_id: str) -> float:
+        """The best cosine of any of the user's memories to `query` (0 when none)."""
+        index = self.indexes.get(user_id)
+        if not len(index):
+            return 0.0
+        found = index.dense_scores(self.embedder.embed([query])[0], 1)
+        return max(found.values(), default=0.0)
+
+    def learned_scores(self, query: str, texts: Sequence[str], ids: Sequence[str | None], *,
+                       user_id: str) -> list[float]:
+        """The reranker's score of each text (by its memory's stored rows where `ids` names
+        one of the user's memories, else by its embedding)."""
+        stored = self.store.memory_vectors(user_id, [i for i in ids if i is not None])
+        missing = [t for t, i in zip(texts, ids) if i not in stored]
+        fresh = iter(self.embedder.embed([query, *missing]))
+        query_vec = next(fresh)
+        return self.reranker.learned_scores(
+            user_id, query_vec, [stored[i] if i in stored else next(fresh)[None, :] for i in ids],
+            query=query, texts=texts)

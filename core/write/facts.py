@@ -1,0 +1,37 @@
+"""Memories written directly, without reflection: a fact as the caller states it, or a new
+text for an existing memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models.embed import Embedder
+from ..storage.base import NewMemory, Store
+from ..types import Memory, Turn, new_memory_id, utcnow
+from .compress import Compressor
+from .units import passages
+
+
+def fact_memories(text: str, *, user_id: str, metadata: dict[str, Any], words: int,
+                  compressor: Compressor, embedder: Embedder) -> list[NewMemory]:
+    """A fact as new memories, one per passage of whole sentences of at most `words`: keyed,
+    embedded, with no refs and `source="direct"`."""
+    fact = Turn.coerce({"speaker": "user", "text": text})
+    texts = [p.text for p in passages(fact, words)]
+    keys = compressor.compress(texts)
+    vectors = embedder.embed(texts)
+    now = utcnow()
+    return [NewMemory(Memory(id=new_memory_id(), user_id=user_id, text=text, key=key or text,
+                             refs=[], speakers=["user"], occurred_at=now, created_at=now,
+                             updated_at=now, attrs={"source": "direct"}, metadata=metadata),
+                      vector[None, :])
+            for text, key, vector in zip(texts, keys, vectors)]
+
+
+def rewritten(memory: Memory, text: str, metadata: dict[str, Any], *, store: Store,
+              compressor: Compressor, embedder: Embedder) -> Memory:
+    """`memory` saying `text` from now on: a new version, re-keyed and re-embedded."""
+    text = Turn.coerce({"speaker": "user", "text": text}).text
+    key = compressor.compress([text])[0] or text
+    vector = embedder.embed([text])[0]
+    return store.update_memory(memory.user_id, memory.id, text, key, vector[None, :], metadata)
