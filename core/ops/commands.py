@@ -11,40 +11,30 @@ directly. Only `reflect` reflects pending sessions, with the pipeline its option
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import InvalidInputError, RMMError, StorageError
+from ..errors import RMMError, StorageError
 from ..storage import default_location, open_store
 from ..storage.base import Store
 from ..storage.redact import redact
-from ..text import clip
-from .progress import progress
-from .transfer import export_records, import_records
+from .exits import (
+    BAD_DATA,
+    EXIT_CODES,
+    NO_DATABASE,
+    NOT_REFLECTED,
+    OK,
+    REFUSED,
+    UNKNOWN_USER,
+    USAGE,
+    CommandError,
+)
+from .handlers import HANDLERS
 
-OK, REFUSED, USAGE, NO_DATABASE, UNKNOWN_USER, BAD_DATA, NOT_REFLECTED = 0, 1, 2, 3, 4, 5, 6
-EXIT_CODES = """exit codes:
-  0  done
-  1  refused or aborted (forget not confirmed)
-  2  usage error (bad or missing arguments)
-  3  database missing, unreadable or unreachable, or a bad URL
-  4  unknown user (or unknown memory id)
-  5  bad import data
-  6  some sessions failed to reflect (their turns are kept; retried later)"""
-
-
-class CommandError(Exception):
-    """A failure with the message to print and the exit code to return."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.code = code
-
+__all__ = ["BAD_DATA", "COMMANDS", "EXIT_CODES", "NO_DATABASE", "NOT_REFLECTED", "OK", "REFUSED",
+           "UNKNOWN_USER", "USAGE", "CommandError", "add_commands", "add_db_argument", "run"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "users": ("every user with their sessions, turns and memories",
@@ -161,245 +151,3 @@ def _open(target: str, *, create: bool) -> Store:
         if shown not in message:  # the stores' own messages already name the (redacted) target
             message = f"cannot open {shown}: {message}"
         raise CommandError(message, NO_DATABASE) from exc
-
-
-def _known(store: Store, user_id: str) -> str:
-    if user_id not in store.users():
-        raise CommandError(f"unknown user {user_id!r} in this database", UNKNOWN_USER)
-    return user_id
-
-
-def _users(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    users = store.users()
-    for user in users:
-        counts = store.counts(user)
-        backlog = store.reflection_counts(user)
-        row = {"user_id": user, "sessions": counts["sessions"], "turns": counts["turns"],
-               "memories": counts["memories"], "sessions_waiting": backlog["waiting"],
-               "sessions_failed": backlog["failed"]}
-        if args.json:
-            out.write(json.dumps(row) + "\n")
-        else:
-            out.write(f"{user}  {row['sessions']} sessions, {row['turns']} turns, "
-                      f"{row['memories']} memories, {row['sessions_waiting']} waiting, "
-                      f"{row['sessions_failed']} failed\n")
-    if not args.json:
-        out.write(f"{len(users)} users\n")
-    return OK
-
-
-def _inspect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    user = _known(store, args.user)
-    if args.limit is not None and args.limit < 1:
-        raise CommandError("--limit must be at least 1", USAGE)
-    if args.memory is not None:
-        memories = store.memories(user, [args.memory])
-        if not memories:
-            raise CommandError(f"no memory {args.memory!r} for user {user!r}", UNKNOWN_USER)
-        total = 1
-    else:
-        memories = store.memories(user)
-        total = len(memories)
-        memories = memories[:args.limit]
-    wanted = {r for m in memories for r in m.refs}
-    turns = {t.id: t for t in store.turns(user) if t.id in wanted}
-    for n, m in enumerate(memories, start=1):
-        if args.json:
-            out.write(json.dumps({
-                "id": m.id, "text": m.text, "key": m.key, "refs": m.refs,
-                "source_turns": [{"id": r, "speaker": turns[r].speaker, "text": turns[r].text}
-                                 for r in m.refs if r in turns],
-                "versions": [{"version": v.version, "reason": v.reason, "at": _iso(v.at),
-                              "text": v.text, "refs": list(v.refs)} for v in m.versions],
-                "attrs": m.attrs}) + "\n")
-            continue
-        out.write(f"[{n}] {m.id}  v{len(m.versions)}  updated {_iso(m.updated_at)}\n")
-        out.write(f"    text: {clip(m.text, 300)}\n    key:  {clip(m.key, 200)}\n")
-        out.write("    from turns:\n")
-        for ref in m.refs:
-            turn = turns.get(ref)
-            line = f"{turn.speaker}: {clip(turn.text, 120)}" if turn else "(not in the log)"
-            out.write(f"      {ref}  {line}\n")
-        out.write("    versions:\n")
-        for v in m.versions:
-            out.write(f"      v{v.version} {v.reason} {_iso(v.at)}: {clip(v.text, 120)}\n")
-    if not args.json:
-        shown = f"{len(memories)} of {total}" if len(memories) < total else f"{total}"
-        out.write(f"{shown} memories of {user}\n")
-    return OK
-
-
-def _reader(store: Store, config: Any = None, llm: Any = None) -> Any:
-    """A memory that opens without crash recovery: `search` must not write, `reflect`
-    chooses which sessions itself. Built here, not at import, so that `rmm --help` and the
-    other commands load no model."""
-    from ..memory import ReflectiveMemory
-
-    return ReflectiveMemory(store, config=config, llm=llm, recover=False)
-
-
-def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    user = _known(store, args.user)
-    if args.k < 1:
-        raise CommandError("--k must be at least 1", USAGE)
-    try:
-        from ..config import MemoryConfig
-
-        mem = _reader(store, MemoryConfig(embedding_model=args.embedding_model))
-    except (RMMError, OSError) as exc:
-        raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
-    try:
-        result = mem.search(args.query, user_id=user, k=args.k)
-    except InvalidInputError as exc:
-        raise CommandError(str(exc), USAGE) from exc
-    for hit in result:
-        if args.json:
-            out.write(json.dumps({"rank": hit.rank, "score": hit.score, "id": hit.memory.id,
-                                  "refs": hit.refs, "text": hit.text}) + "\n")
-        else:
-            out.write(f"{hit.rank + 1}. score {hit.score:.3f}  {hit.memory.id}  "
-                      f"refs {', '.join(hit.refs)}\n   {clip(hit.text, 300)}\n")
-    if not result.hits and not args.json:
-        out.write("no hits\n")
-    return OK
-
-
-def _reflect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    from pydantic import ValidationError
-
-    from ..config import MemoryConfig
-
-    users = [_known(store, args.user)] if args.user else store.users()
-    try:
-        config = MemoryConfig(**dict(_setting(s) for s in args.set))
-    except ValidationError as exc:
-        raise CommandError(f"bad --set: {exc}", USAGE) from exc
-    llm = None
-    if args.llm_url:
-        from ..models.llm import OpenAICompatibleLLM
-
-        llm = OpenAICompatibleLLM(args.llm_url, args.llm_model,
-                                  api_key=os.environ.get("OPENAI_API_KEY"))
-    try:
-        mem = _reader(store, config, llm)
-    except (RMMError, OSError) as exc:
-        raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
-    timeout = config.session_idle_timeout
-    idle_before = float("inf") if args.open else (time.time() - timeout if timeout else None)
-    limit = None if args.retry_failed else config.reflection_max_attempts
-    waiting = [s for u in users
-               for s in store.pending_sessions(idle_before, u, max_failures=limit)]
-    memories, failed = 0, []
-    for state in progress(waiting, desc="reflecting", unit="session"):
-        try:
-            memories += len(mem.end_session(user_id=state.user_id, session_id=state.session_id))
-        except RMMError as exc:  # recorded on the session; the others go on
-            failed.append(f"{state.user_id}/{state.session_id}: {exc}")
-    out.write(f"reflected {len(waiting) - len(failed)} of {len(waiting)} sessions: "
-              f"{memories} memories added or merged\n")
-    for line in failed:
-        print(f"rmm reflect: failed {' '.join(line.split())}", file=sys.stderr)
-    return NOT_REFLECTED if failed else OK
-
-
-def _setting(text: str) -> tuple[str, Any]:
-    """`FIELD=VALUE` with a JSON value (`max_hit_words=200`, `notes=true`) or a plain string."""
-    field, sep, value = text.partition("=")
-    if not sep or not field:
-        raise CommandError(f"--set needs FIELD=VALUE, got {text!r}", USAGE)
-    try:
-        return field, json.loads(value)
-    except json.JSONDecodeError:
-        return field, value
-
-
-def _export(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    user = _known(store, args.user)
-    records = progress(export_records(store, user), desc="exporting", unit="record")
-    lines = (json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    if args.out == "-":
-        out.writelines(lines)
-    else:
-        try:
-            with open(args.out, "w", encoding="utf-8") as f:
-                f.writelines(lines)
-        except OSError as exc:  # folder missing or not writable, disk full
-            raise CommandError(f"cannot write {args.out}: {exc.strerror or exc}", USAGE) from exc
-        print(f"exported {user} to {args.out}", file=sys.stderr)
-    return OK
-
-
-def _import(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        if args.file == "-":
-            summary = import_records(store, _records(sys.stdin), user_id=args.user)
-        else:
-            with open(args.file, encoding="utf-8") as f:
-                summary = import_records(store, _records(f), user_id=args.user)
-    except OSError as exc:
-        raise CommandError(f"cannot read {args.file}: {exc}", BAD_DATA) from exc
-    except (InvalidInputError, StorageError) as exc:
-        raise CommandError(f"nothing imported: {exc}", BAD_DATA) from exc
-    out.write(f"imported {summary['user_id']}: {summary['sessions']} sessions, "
-              f"{summary['turns']} turns, {summary['memories']} memories\n")
-    return OK
-
-
-def _forget(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    user = args.user
-    if not store.has_user(user):  # workflows or a working context alone count too
-        raise CommandError(f"unknown user {user!r} in this database", UNKNOWN_USER)
-    if not args.yes:
-        if not sys.stdin.isatty():
-            raise CommandError("not a terminal: pass --yes to forget without a prompt", REFUSED)
-        counts = store.counts(user)
-        try:
-            answer = input(f"Delete {counts['memories']} memories and {counts['turns']} turns "
-                           f"of {user!r}? Type the user id to confirm: ")
-        except (EOFError, KeyboardInterrupt):
-            answer = ""
-        if answer.strip() != user:
-            raise CommandError("not confirmed; nothing deleted", REFUSED)
-    store.forget(user)
-    out.write(f"forgot {user}\n")
-    return OK
-
-
-def _stats(store: Store, args: argparse.Namespace, out: TextIO) -> int:
-    user = _known(store, args.user) if args.user else None
-    counts = store.counts(user)
-    usage = store.usage(user)
-    backlog = store.reflection_counts(user)
-    figures = {**counts, "sessions_waiting": backlog["waiting"],
-               "sessions_failed": backlog["failed"], "llm_calls": usage["calls"],
-               "prompt_tokens": usage["prompt_tokens"],
-               "completion_tokens": usage["completion_tokens"], "llm_failures": usage["failures"]}
-    if args.json:
-        out.write(json.dumps(figures) + "\n")
-    else:
-        for name, value in figures.items():
-            out.write(f"{name:<18}{value:>12}\n")
-    return OK
-
-
-HANDLERS: dict[str, Callable[[Store, argparse.Namespace, TextIO], int]] = {
-    "users": _users, "inspect": _inspect, "search": _search, "reflect": _reflect,
-    "export": _export, "import": _import, "forget": _forget, "stats": _stats,
-}
-
-
-def _records(lines: TextIO) -> Iterator[dict[str, Any]]:
-    for number, line in enumerate(progress(lines, desc="reading", unit="line"), start=1):
-        if line.strip():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"line {number} is not JSON: {exc}") from exc
-            if not isinstance(record, dict):
-                raise InvalidInputError(f"line {number} is not a JSON object")
-            yield record
-
-
-def _iso(value: Any) -> str:
-    return value.isoformat(timespec="seconds") if value is not None else "-"
-
