@@ -1,0 +1,68 @@
+"""The search pipeline (`read/search.py`) assembled from its parts, without the front door,
+over a real SQLite store and the real packaged embedder (no LLM)."""
+
+import pytest
+
+from rmm_core.config import MemoryConfig
+from rmm_core.learn.rerank import LearnedReranker
+from rmm_core.lru import ByteLRU
+from rmm_core.read.cache import IndexCache
+from rmm_core.read.index import FusionWeights, english_stemmer
+from rmm_core.read.search import Searcher
+from rmm_core.storage import open_store
+from rmm_core.types import Turn
+from rmm_core.write.compress import FillerCompressor
+from rmm_core.write.facts import fact_memories
+
+FACTS = ["I play the cello in a small orchestra.", "My brother Tomas lives in Oslo.",
+         "We adopted a grey kitten called Pixel."]
+
+
+@pytest.fixture
+def searcher(tmp_path, embedder):
+    store = open_store(str(tmp_path / "m.sqlite"))
+    config = MemoryConfig()
+    for text in FACTS:
+        store.add_memories("u", fact_memories(text, user_id="u", metadata={}, words=50,
+                                              compressor=FillerCompressor(),
+                                              embedder=embedder), source="direct")
+    cache = ByteLRU(2**30)
+    weights = FusionWeights(config.lexical_weight, config.dense_weight, config.turn_weight,
+                            config.neighbour_smoothing, config.assistant_weight,
+                            frozenset(s.casefold() for s in config.assistant_speakers))
+    yield Searcher(store, embedder, config, IndexCache(store, cache, english_stemmer()),
+                   LearnedReranker(store, config, cache=cache), weights)
+    store.close()
+
+
+def search(searcher, query, **kw):
+    options = {"k": 2, "wanted": {}, "session_id": None, "follow_links": False,
+               "explore": False, "min_score": None, **kw}
+    return searcher.search(query, user_id="u", **options)
+
+
+def test_the_best_memory_comes_first_with_its_text_and_a_relevance(searcher):
+    result = search(searcher, "Where does Tomas live?")
+    assert [h.memory.text for h in result][0] == FACTS[1]
+    assert len(result.hits) == 2 and len(result.candidates) == len(FACTS)
+    assert all(0.0 <= h.score <= 1.0 for h in result)
+    assert result.state["ranking"] is not None
+    assert search(searcher, "   ").hits == []
+    assert search(searcher, "Where does Tomas live?", min_score=1.0).hits == []
+
+
+def test_open_turns_are_hits_except_those_of_the_callers_session(searcher):
+    searcher.store.append_turns("u", "chat", [Turn("user", "I bought a red canoe.", "c1")],
+                                None, 0.0)
+    hits = search(searcher, "What boat did I buy?", k=1).hits
+    assert hits[0].refs == ["c1"]
+    assert "c1" not in [r for h in search(searcher, "What boat did I buy?",
+                                          session_id="chat").hits for r in h.refs]
+
+
+def test_similarity_and_learned_scores_of_given_texts(searcher):
+    assert searcher.best_similarity(FACTS[2], "u") == pytest.approx(1.0, abs=1e-3)
+    assert searcher.best_similarity(FACTS[2], "nobody") == 0.0
+    scores = searcher.learned_scores("kitten", ["a grey kitten", "a cello"], [None, None],
+                                     user_id="u")
+    assert len(scores) == 2 and scores[0] > scores[1]
