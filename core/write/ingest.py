@@ -39,6 +39,7 @@ class Ingestor:
         self.worker.start()
 
     def stop(self) -> None:
+        """Stop the worker, if one runs (a reflection under way finishes)."""
         if self.worker is not None:
             self.worker.stop()
 
@@ -46,6 +47,8 @@ class Ingestor:
                started_at: datetime | str | float | None = None,
                metadata: Mapping[str, Any] | None = None, agent_id: str | None = None,
                run_id: str | None = None) -> list[Turn]:
+        """Log turns durably; reflect the session at its size limit, and the caller's idle
+        sessions when no worker does (failures recorded, not raised)."""
         user_id = check_id(user_id, "user_id")
         session_id = check_id(session_id, "session_id")
         batch = coerce_turns(turns)
@@ -64,6 +67,7 @@ class Ingestor:
         return stored
 
     def end_session(self, *, user_id: str, session_id: str, wait: bool) -> list[Memory]:
+        """Mark a session ended; reflect it now (`wait`) or leave it to the worker."""
         user_id = check_id(user_id, "user_id")
         session_id = check_id(session_id, "session_id")
         if not self.store.mark_ended(user_id, session_id):
@@ -92,6 +96,7 @@ class Ingestor:
 
     def add_sessions(self, sessions: Iterable[Mapping[str, Any]], *, user_id: str,
                      progress: bool | None) -> list[Memory]:
+        """`add_session` for each dict of its arguments, with a progress bar."""
         from tqdm.auto import tqdm
 
         sessions = list(sessions)
