@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from rmm_core import InvalidInputError, ReflectiveMemory
 from rmm_core.storage.base import NewMemory
-from rmm_core.storage.postgres import lexical_tiers
+from rmm_core.storage.pg_search import lexical_tiers
 from rmm_core.types import Memory, new_memory_id
 
 pytestmark = pytest.mark.backends

@@ -1,0 +1,219 @@
+"""In-database search on PostgreSQL (`rmm_core.read.dbsearch` fuses what it gives): pgvector
+HNSW over the memories' own vectors and full-text rank over their keys, as a store mixin."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from .base import SignalRow
+from .pg_tx import SCHEMA_LOCK, PgTx
+
+TEXT_SEARCH = "english"
+"""PostgreSQL text search configuration of the keys' full-text column (stems English)."""
+
+_TSQUERY = f"to_tsquery('{TEXT_SEARCH}', ?)"
+_UNIT = ("(SELECT -(v.vec <#> ?) FROM memory_vectors v WHERE v.memory_id = m.id "
+         "AND v.idx = 0)")
+_NEAR = ("SELECT v.memory_id FROM memory_vectors v "
+         "JOIN memories m ON m.id = v.memory_id WHERE v.user_id = ? AND v.idx = 0 {where} "
+         "ORDER BY {order} LIMIT ?")
+_NEAR_ORDER = "v.vec::vector({dim}) <#> ?::vector({dim})"
+"""The HNSW index's own expression: the planner uses the index for exactly this order."""
+_LEXICAL = ("SELECT m.id FROM memories m WHERE m.user_id = ? AND m.tsv @@ CAST(? AS tsquery) "
+            "{where} ORDER BY ts_rank(m.tsv, " + _TSQUERY + ") DESC LIMIT ?")
+_FREQS = ("SELECT e.lexeme, s.f FROM unnest(tsvector_to_array(to_tsvector("
+          f"'{TEXT_SEARCH}', ?))) e(lexeme) LEFT JOIN (SELECT unnest(most_common_elems::text::"
+          "text[]) AS lexeme, unnest(most_common_elem_freqs) AS f FROM pg_stats WHERE "
+          "schemaname = ? AND tablename = 'memories' AND attname = 'tsv') s USING (lexeme)")
+"""The query's lexemes with their share of the memories holding them (ANALYZE's estimate)."""
+RARE = 0.01
+"""Lexemes in fewer memories than this share match the lexical shortlist on their own."""
+MAX_COMMON = 8
+"""Most common lexemes of a query combined in the lexical shortlist's narrower queries."""
+_VECTORS = ("LEFT JOIN LATERAL (SELECT MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx = 0) AS unit, "
+            "MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx > 0) AS turn FROM memory_vectors v "
+            "WHERE v.memory_id = m.id) vs ON true")
+_NEIGHBOUR = (
+    "(SELECT n.id FROM memories n WHERE n.user_id = m.user_id AND "
+    "(n.session_ids::jsonb ->> 0) = (m.session_ids::jsonb ->> 0) AND n.seq = "
+    "(SELECT {pick}(o.seq) FROM memories o WHERE o.user_id = m.user_id AND o.seq {op} m.seq))")
+_ADJACENT = (f"{_NEIGHBOUR.format(pick='MAX', op='<')} AS prev, "
+             f"{_NEIGHBOUR.format(pick='MIN', op='>')} AS next")
+"""A memory's previous and next memory (in the user's order) when of the same session."""
+
+
+def _tsquery(terms: Sequence[str], op: str = " | ") -> str:
+    """Words as one tsquery, OR (or `op`) between them, each quoted."""
+    return op.join("'" + t.replace("'", "''") + "'" for t in terms)
+
+
+def lexical_tiers(freqs: Mapping[str, float | None], bank: int, want: int) -> list[str]:
+    """Full-text queries (over stemmed lexemes) the lexical shortlist tries in turn, narrowest
+    first: any rare lexeme, or `k` of the common ones together, from the largest `k` expected
+    to match `want` of a `bank` down to 1. `freqs` is each lexeme's share of the table's
+    rows (PostgreSQL's statistics; None: rarer than any it lists). Ranking every memory that
+    holds one common word would cost more than the rest of the search."""
+    rare = [t for t, f in freqs.items() if not f or f < RARE]
+    common = sorted((t for t, f in freqs.items() if f and f >= RARE), key=freqs.get)
+    if not common:
+        return [_tsquery(rare)] if rare else []
+    kept = common[:MAX_COMMON]
+    exactly = np.zeros(len(kept) + 1)  # P(a row holds exactly i of them), independently
+    exactly[0] = 1.0
+    for f in (freqs[t] for t in kept):
+        exactly[1:] = exactly[1:] * (1 - f) + exactly[:-1] * f
+        exactly[0] *= 1 - f
+    at_least = np.cumsum(exactly[::-1])[::-1]
+    start = max([k for k in range(1, len(kept) + 1) if bank * at_least[k] >= want] or [1])
+    out = []
+    for k in range(start, 1, -1):
+        out.append(" | ".join([*([_tsquery(rare)] if rare else []),
+                               *(f"({_tsquery(c, ' & ')})" for c in combinations(kept, k))]))
+    return [*out, _tsquery([*rare, *common])]
+
+
+def _signals(lexical: float, unit: float | None, turn: float | None
+             ) -> tuple[float, float, float]:
+    """A memory's three signals; one without vectors scores 0, one without turn vectors
+    takes its own vector's cosine as its best turn (as the in-process index does)."""
+    unit = float(unit or 0.0)
+    return float(lexical), unit, unit if turn is None else float(turn)
+
+
+def _filter_sql(filters: Mapping[str, Sequence[Any]]) -> tuple[str, list[Any]]:
+    """Metadata filters as SQL over `m.metadata` (each key: any of its values; jsonb equality
+    tells `true` from `1` as `rmm_core.metadata.matches` does) and their parameters."""
+    sql, params = "", []
+    for key, values in filters.items():
+        sql += " AND (m.metadata::jsonb -> ?) = ANY(CAST(? AS jsonb[]))"
+        params += [key, [json.dumps(v) for v in values]]
+    return sql, params
+
+
+class PostgresSearch:
+    """The `DatabaseSearch` methods of `PostgresStore` (its connection, lock and reads)."""
+
+    schema: str
+
+    # in-database vector search ----------------------------------------------------------------
+    def vector_search(self, user_id: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Top-`k` memories by cosine of their best vector, computed by pgvector in SQL.
+
+        An exact scan of the user's vectors (the user filter makes an approximate index
+        unreliable); searches use `rmm_core.read.dbsearch` or the in-process index instead.
+        """
+        q = np.asarray(query, dtype=np.float32)
+        return [(mid, float(sim)) for mid, sim in self._read(
+            "SELECT memory_id, MAX(-(vec <#> ?)) AS sim FROM memory_vectors WHERE user_id = ? "
+            "GROUP BY memory_id ORDER BY sim DESC LIMIT ?", (q, user_id, int(k)))]
+
+    # in-database search (`rmm_core.read.dbsearch`) ------------------------------------------------
+    def prepare_search(self, dim: int) -> None:
+        """Create what in-database search reads, if missing: a full-text column over each key
+        (generated, so every write keeps it) with a GIN index, and an HNSW index over the
+        memories' own vectors (row 0) of dimension `dim`. Idempotent; one process at a time."""
+        index = f"memory_vectors_hnsw_{int(dim)}"
+        with self._lock, self._errors():
+            conn = self._live()
+            present = conn.execute("SELECT to_regclass(%s), to_regclass(%s)",
+                                   (f"{self.schema}.{index}", f"{self.schema}.memories_tsv")
+                                   ).fetchone()
+            if all(present):
+                return
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+                conn.execute(
+                    "ALTER TABLE memories ADD COLUMN IF NOT EXISTS tsv tsvector GENERATED "
+                    f"ALWAYS AS (to_tsvector('{TEXT_SEARCH}', key)) STORED")
+                conn.execute("CREATE INDEX IF NOT EXISTS memories_tsv ON memories "
+                             "USING gin (tsv)")
+                conn.execute(f"CREATE INDEX IF NOT EXISTS {index} ON memory_vectors USING hnsw "
+                             f"((vec::vector({int(dim)})) vector_ip_ops) WHERE idx = 0")
+
+    def search_size(self, user_id: str) -> int:
+        """How many memories the user has."""
+        return int(self._read("SELECT COUNT(*) FROM memories WHERE user_id = ?",
+                              (user_id,))[0][0])
+
+    def search_shortlist(self, user_id: str, terms: Sequence[str], query: np.ndarray,
+                         filters: Mapping[str, Sequence[Any]], *, dense: int, lexical: int,
+                         expected: int) -> list[SignalRow]:
+        """The user's `dense` memories nearest the query by their own vector (HNSW) and
+        `lexical` best by full-text rank, matching `filters`, each with those two signals.
+        `expected` is how many memories the user has (the dense list's length, if fewer)."""
+        q = np.asarray(query, dtype=np.float32)
+        where, params = _filter_sql(filters)
+        order = _NEAR_ORDER.format(dim=q.shape[0])
+        with self._search_tx(dense) as tx:
+            near = tx.all(_NEAR.format(where=where, order=order), (user_id, *params, q, dense))
+            if len(near) < min(dense, expected) // 2:
+                # the approximate index, filtered after its scan, finds too few of a user who
+                # holds a small share of the table: the exact order (an expression the index
+                # does not serve) finds them all, up to `dense`
+                near = tx.all(_NEAR.format(where=where, order=f"({order}) + 0"),
+                              (user_id, *params, q, dense))
+            freqs = dict(tx.all(_FREQS, (" ".join(terms), self.schema)))
+            words: list[tuple] = []
+            for match in lexical_tiers(freqs, expected, lexical):
+                words = tx.all(_LEXICAL.format(where=where),
+                               (user_id, match, *params, _tsquery(terms), lexical))
+                if len(words) >= lexical:
+                    break
+            ids = list(dict.fromkeys(r[0] for r in [*near, *words]))
+            rows = tx.all(f"SELECT m.id, m.speakers, ts_rank(m.tsv, {_TSQUERY}), {_UNIT} "
+                          "FROM memories m WHERE m.user_id = ? AND m.id = ANY(?)",
+                          (_tsquery(terms), q, user_id, ids))
+        return [SignalRow(r[0], r[1], float(r[2]), float(r[3] or 0.0)) for r in rows]
+
+    def search_sample(self, user_id: str, terms: Sequence[str], query: np.ndarray,
+                      size: int) -> np.ndarray:
+        """Lexical, own-vector and best-turn signals (columns) of up to `size` of the user's
+        memories spread evenly over the bank: what the signals are z-scored with."""
+        q = np.asarray(query, dtype=np.float32)
+        rows = self._read(
+            f"WITH q AS (SELECT {_TSQUERY} AS q), t AS (SELECT COALESCE(MAX(seq), 0) AS top "
+            "FROM memories WHERE user_id = ?) SELECT ts_rank(m.tsv, q.q), vs.unit, vs.turn "
+            "FROM t CROSS JOIN generate_series(1, t.top, GREATEST(1, CEIL(t.top / ?::float)) "
+            f"::int) g(seq) JOIN memories m ON m.user_id = ? AND m.seq = g.seq CROSS JOIN q "
+            f"{_VECTORS}", (_tsquery(terms), user_id, size, user_id, q, q))
+        return np.asarray([_signals(r[0], r[1], r[2]) for r in rows],
+                          dtype=np.float32).reshape(-1, 3)
+
+    def search_pool(self, user_id: str, ids: Sequence[str], terms: Sequence[str],
+                    query: np.ndarray, filters: Mapping[str, Sequence[Any]]) -> list[SignalRow]:
+        """Every signal of the memories `ids` and of their same-session neighbours that match
+        `filters`; the rows of `ids` come with their neighbours' ids (None: none, or of
+        another session), the neighbours' rows without."""
+        q = np.asarray(query, dtype=np.float32)
+        where, params = _filter_sql(filters)
+        rows = self._read(
+            f"WITH q AS (SELECT {_TSQUERY} AS q), "
+            f"p AS (SELECT m.id, {_ADJACENT} FROM memories m WHERE m.user_id = ? "
+            "AND m.id = ANY(?)), "
+            "extra AS (SELECT DISTINCT m.id FROM p JOIN memories m ON m.id IN (p.prev, p.next) "
+            f"WHERE m.id <> ALL(?) {where}), "
+            "ids AS (SELECT id, prev, next FROM p UNION ALL SELECT id, NULL, NULL FROM extra) "
+            "SELECT m.id, m.speakers, ts_rank(m.tsv, q.q), vs.unit, vs.turn, ids.prev, "
+            f"ids.next FROM ids JOIN memories m ON m.id = ids.id CROSS JOIN q {_VECTORS}",
+            (_tsquery(terms), user_id, list(ids), list(ids), *params, q, q))
+        return [SignalRow(r[0], r[1], *_signals(r[2], r[3], r[4]), r[5], r[6]) for r in rows]
+
+    @contextmanager
+    def _search_tx(self, depth: int) -> Iterator[PgTx]:
+        """A read transaction whose HNSW scans look at `depth` rows (pgvector's `ef_search`,
+        at most 1000)."""
+        with self._lock, self._errors():
+            conn = self._live()
+            with conn.transaction(), conn.cursor(binary=True) as cur:
+                cur.execute(f"SET LOCAL hnsw.ef_search = {min(max(int(depth), 40), 1000)}")
+                # the lexical shortlist's narrow queries are what the GIN index is for; the
+                # planner's estimates for them often choose a slower scan of every row
+                cur.execute("SET LOCAL enable_seqscan = off")
+                yield PgTx(cur)
