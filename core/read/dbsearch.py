@@ -50,19 +50,35 @@ class DatabaseSearcher:
         self._sizes: dict[str, tuple[int, int]] = {}
         """user → (generation, bank size): `auto` reads the size once per change."""
         self._lock = threading.Lock()
+        self._dim: int | None = None
+        self._ready = False
 
     def prepare(self, dim: int | None) -> None:
-        """Create the database's search indexes (on open) when searches may use them."""
-        if self.store is not None and self.backend != "process" and dim:
-            self.store.prepare_search(int(dim))
+        """On open: `search_backend="database"` creates the database's search indexes now;
+        `auto` waits until a user first reaches `AUTO_MIN_MEMORIES`, so that no write below
+        it pays for maintaining them."""
+        self._dim = int(dim) if dim else None
+        if self.backend == "database":
+            self._ensure_indexes()
 
     def wanted(self, user_id: str) -> bool:
-        """Whether this user's search runs in the database."""
+        """Whether this user's search runs in the database (its indexes created if missing)."""
         if self.store is None or self.backend == "process":
             return False
-        if self.backend == "database":
-            return True
-        return self._size(user_id) >= AUTO_MIN_MEMORIES
+        if self.backend == "auto" and self._size(user_id) < AUTO_MIN_MEMORIES:
+            return False
+        return self._ensure_indexes()
+
+    def _ensure_indexes(self) -> bool:
+        """Whether the search indexes exist: created (once, by one process) if missing; not
+        while neither the embedder nor the store knows the vectors' dimension."""
+        with self._lock:
+            if not self._ready:
+                dim = self._dim or self.store.vector_dim()
+                if dim:
+                    self.store.prepare_search(dim)
+                    self._ready = True
+            return self._ready
 
     def _size(self, user_id: str) -> int:
         generation = self.store.generation(user_id)
