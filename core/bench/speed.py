@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
         run_speed_postgres(postgres_url=None if args.postgres == "auto" else args.postgres,
                            memories=args.memories, queries=args.queries, k=args.k,
-                           turns=args.turns)
+                           turns=args.turns, vocab=args.vocab)
         return 0
     embedder = default_embedder()
     runner = (run_users if args.users else run_ingest if args.ingest_sessions
