@@ -18,15 +18,19 @@ TEXT_SEARCH = "english"
 """PostgreSQL text search configuration of the keys' full-text column (stems English)."""
 
 _TSQUERY = f"to_tsquery('{TEXT_SEARCH}', ?)"
-_UNIT = ("(SELECT -(v.vec <#> ?) FROM memory_vectors v WHERE v.memory_id = m.id "
-         "AND v.idx = 0)")
-_NEAR = ("SELECT v.memory_id FROM memory_vectors v "
+_NEAR = ("SELECT v.memory_id, m.speakers, -({order}) FROM memory_vectors v "
          "JOIN memories m ON m.id = v.memory_id WHERE v.user_id = ? AND v.idx = 0 {where} "
          "ORDER BY {order} LIMIT ?")
 _NEAR_ORDER = "v.vec::vector({dim}) <#> ?::vector({dim})"
 """The HNSW index's own expression: the planner uses the index for exactly this order."""
-_LEXICAL = ("SELECT m.id FROM memories m WHERE m.user_id = ? AND m.tsv @@ CAST(? AS tsquery) "
-            "{where} ORDER BY ts_rank(m.tsv, " + _TSQUERY + ") DESC LIMIT ?")
+_LEXICAL = ("SELECT m.id, m.speakers, ts_rank(m.tsv, " + _TSQUERY + ") AS rank FROM memories m "
+            "WHERE m.user_id = ? AND m.tsv @@ CAST(? AS tsquery) {where} ORDER BY rank DESC "
+            "LIMIT ?")
+_MISSING = ("SELECT m.id, ts_rank(m.tsv, " + _TSQUERY + "), NULL FROM memories m "
+            "WHERE m.user_id = ? AND m.id = ANY(?) UNION ALL SELECT v.memory_id, NULL, "
+            "-(v.vec <#> ?) FROM memory_vectors v WHERE v.memory_id = ANY(?) AND v.idx = 0")
+"""The full-text rank of the dense shortlist's memories and the own-vector cosine of the
+lexical one's (each list computes its own signal)."""
 _FREQS = ("SELECT e.lexeme, s.f FROM unnest(tsvector_to_array(to_tsvector("
           f"'{TEXT_SEARCH}', ?))) e(lexeme) LEFT JOIN (SELECT unnest(most_common_elems::text::"
           "text[]) AS lexeme, unnest(most_common_elem_freqs) AS f FROM pg_stats WHERE "
@@ -152,25 +156,34 @@ class PostgresSearch:
         where, params = _filter_sql(filters)
         order = _NEAR_ORDER.format(dim=q.shape[0])
         with self._search_tx(dense) as tx:
-            near = tx.all(_NEAR.format(where=where, order=order), (user_id, *params, q, dense))
+            near = tx.all(_NEAR.format(where=where, order=order),
+                          (q, user_id, *params, q, dense))
             if len(near) < min(dense, expected) // 2:
                 # the approximate index, filtered after its scan, finds too few of a user who
                 # holds a small share of the table: the exact order (an expression the index
                 # does not serve) finds them all, up to `dense`
                 near = tx.all(_NEAR.format(where=where, order=f"({order}) + 0"),
-                              (user_id, *params, q, dense))
+                              (q, user_id, *params, q, dense))
             freqs = dict(tx.all(_FREQS, (" ".join(terms), self.schema)))
             words: list[tuple] = []
             for match in lexical_tiers(freqs, expected, lexical):
                 words = tx.all(_LEXICAL.format(where=where),
-                               (user_id, match, *params, _tsquery(terms), lexical))
+                               (_tsquery(terms), user_id, match, *params, lexical))
                 if len(words) >= lexical:
                     break
-            ids = list(dict.fromkeys(r[0] for r in [*near, *words]))
-            rows = tx.all(f"SELECT m.id, m.speakers, ts_rank(m.tsv, {_TSQUERY}), {_UNIT} "
-                          "FROM memories m WHERE m.user_id = ? AND m.id = ANY(?)",
-                          (_tsquery(terms), q, user_id, ids))
-        return [SignalRow(r[0], r[1], float(r[2]), float(r[3] or 0.0)) for r in rows]
+            who = {i: speakers for i, speakers, _ in [*near, *words]}
+            unit = {i: float(u or 0.0) for i, _, u in near}
+            rank = {i: float(r) for i, _, r in words}
+            dense_only = [i for i in unit if i not in rank]
+            words_only = [i for i in rank if i not in unit]
+            for i, r, u in tx.all(_MISSING, (_tsquery(terms), user_id, dense_only, q,
+                                             words_only)):
+                if r is not None:
+                    rank[i] = float(r)
+                else:
+                    unit[i] = float(u or 0.0)
+        return [SignalRow(i, speakers, rank.get(i, 0.0), unit.get(i, 0.0))
+                for i, speakers in who.items()]
 
     def search_sample(self, user_id: str, terms: Sequence[str], query: np.ndarray,
                       size: int) -> np.ndarray:
