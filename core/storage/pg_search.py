@@ -4,8 +4,10 @@ HNSW over the memories' own vectors and full-text rank over their keys, as a sto
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -17,25 +19,38 @@ from .pg_tx import SCHEMA_LOCK, PgTx
 TEXT_SEARCH = "english"
 """PostgreSQL text search configuration of the keys' full-text column (stems English)."""
 
-_TSQUERY = f"to_tsquery('{TEXT_SEARCH}', ?)"
 _NEAR = ("SELECT v.memory_id, m.speakers, -({order}) FROM memory_vectors v "
          "JOIN memories m ON m.id = v.memory_id WHERE v.user_id = ? AND v.idx = 0 {where} "
          "ORDER BY {order} LIMIT ?")
 _NEAR_ORDER = "v.vec::vector({dim}) <#> ?::vector({dim})"
 """The HNSW index's own expression: the planner uses the index for exactly this order."""
-_LEXICAL = ("SELECT m.id, m.speakers, ts_rank(m.tsv, " + _TSQUERY + ") AS rank FROM memories m "
-            "WHERE m.user_id = ? AND m.tsv @@ CAST(? AS tsquery) {where} ORDER BY rank DESC "
-            "LIMIT ?")
-_MISSING = ("SELECT m.id, ts_rank(m.tsv, " + _TSQUERY + "), NULL FROM memories m "
-            "WHERE m.user_id = ? AND m.id = ANY(?) UNION ALL SELECT v.memory_id, NULL, "
-            "-(v.vec <#> ?) FROM memory_vectors v WHERE v.memory_id = ANY(?) AND v.idx = 0")
-"""The full-text rank of the dense shortlist's memories and the own-vector cosine of the
+_LEXICAL = ("SELECT m.id, m.speakers, {score} FROM (SELECT m.id, m.speakers, m.tsv FROM "
+            "memories m WHERE m.user_id = ? AND m.tsv @@ CAST(? AS tsquery) {where} "
+            "ORDER BY {rough} DESC LIMIT ?) m")
+"""The best matches of a shortlist query by the rough score, with their exact one."""
+_MISSING = ("SELECT m.id, {score}, NULL FROM memories m WHERE m.user_id = ? AND m.id = ANY(?) "
+            "UNION ALL SELECT v.memory_id, NULL, -(v.vec <#> ?) FROM memory_vectors v "
+            "WHERE v.memory_id = ANY(?) AND v.idx = 0")
+"""The lexical score of the dense shortlist's memories and the own-vector cosine of the
 lexical one's (each list computes its own signal)."""
+_EVENLY = ("(SELECT COALESCE(MAX(seq), 0) AS top FROM memories WHERE user_id = ?) t CROSS JOIN "
+           "generate_series(1, t.top, GREATEST(1, CEIL(t.top / ?::float))::int) g(seq) "
+           "JOIN memories m ON m.user_id = ? AND m.seq = g.seq")
+"""Up to a number of the user's memories spread evenly over the bank (parameters: user,
+number, user)."""
+_LENGTH = f"SELECT COUNT(*), AVG(length(m.tsv)) FROM {_EVENLY}"
 _FREQS = ("SELECT e.lexeme, s.f FROM unnest(tsvector_to_array(to_tsvector("
           f"'{TEXT_SEARCH}', ?))) e(lexeme) LEFT JOIN (SELECT unnest(most_common_elems::text::"
           "text[]) AS lexeme, unnest(most_common_elem_freqs) AS f FROM pg_stats WHERE "
           "schemaname = ? AND tablename = 'memories' AND attname = 'tsv') s USING (lexeme)")
-"""The query's lexemes with their share of the memories holding them (ANALYZE's estimate)."""
+"""The query's lexemes with their share of the memories holding them (ANALYZE's estimate;
+None: rarer than any it lists)."""
+_COUNT = ("SELECT {counts} FROM memories m WHERE m.user_id = ? AND m.tsv @@ CAST(? AS tsquery)")
+"""How many of the user's memories hold each of some lexemes (`{counts}`: one COUNT each)."""
+LENGTH_SAMPLE = 500
+"""Memories spread over a user's bank whose mean length stands for the bank's."""
+K1, B = 1.5, 0.75
+"""BM25's parameters, as the in-process index's (`rmm_core.read.bm25`)."""
 RARE = 0.01
 """Lexemes in fewer memories than this share match the lexical shortlist on their own."""
 MAX_COMMON = 8
@@ -50,6 +65,38 @@ _NEIGHBOUR = (
 _ADJACENT = (f"{_NEIGHBOUR.format(pick='MAX', op='<')} AS prev, "
              f"{_NEIGHBOUR.format(pick='MIN', op='>')} AS next")
 """A memory's previous and next memory (in the user's order) when of the same session."""
+
+
+@dataclass(frozen=True)
+class LexicalQuery:
+    """A query's lexemes weighted as BM25 weighs them (Lucene's idf over the user's bank, a
+    memory's distinct lexemes as its length, each lexeme counted once), scored in SQL."""
+
+    shares: dict[str, float | None]
+    """Each lexeme's share of the table's memories (None: rare, below `RARE`)."""
+    idf: dict[str, float]
+    avg_length: float
+
+    def score(self) -> tuple[str, list[Any]]:
+        """The BM25 score of memory `m` as an SQL expression, and its parameters."""
+        if not self.idf:
+            return "0.0", []
+        return ("(SELECT COALESCE(SUM(w.idf * cardinality(u.positions) / (cardinality("
+                f"u.positions) + {K1} * ({1 - B} + {B} * length(m.tsv) / ?::float8))), 0) "
+                "FROM unnest(m.tsv) u JOIN unnest(CAST(? AS text[]), CAST(? AS float8[])) "
+                "w(lexeme, idf) USING (lexeme))",
+                [self.avg_length, list(self.idf), list(self.idf.values())])
+
+    def rough(self) -> tuple[str, list[Any]]:
+        """`score` counting each lexeme once: no per-row unnesting, so cheap enough to order
+        every memory that matches a shortlist query."""
+        if not self.idf:
+            return "0.0", []
+        held = " + ".join(["CASE WHEN m.tsv @@ CAST(? AS tsquery) THEN ?::float8 ELSE 0 END"]
+                          * len(self.idf))
+        params = [p for t, w in self.idf.items() for p in (_tsquery([t]), w)]
+        return (f"(({held}) / ({K1} * ({1 - B} + {B} * length(m.tsv) / ?::float8) + 1))",
+                [*params, self.avg_length])
 
 
 def _tsquery(terms: Sequence[str], op: str = " | ") -> str:
@@ -146,15 +193,36 @@ class PostgresSearch:
         return int(self._read("SELECT COUNT(*) FROM memories WHERE user_id = ?",
                               (user_id,))[0][0])
 
-    def search_shortlist(self, user_id: str, terms: Sequence[str], query: np.ndarray,
+    def search_terms(self, user_id: str, terms: Sequence[str], size: int) -> LexicalQuery:
+        """The query's words as the lexical signal scores them for a user of `size` memories:
+        stemmed as the full-text column is, each lexeme weighted by its idf over the user's
+        bank (a common one's share from PostgreSQL's statistics, a rare one's counted)."""
+        with self._snapshot() as tx:
+            shares = dict(tx.all(_FREQS, (" ".join(terms), self.schema)))
+            rare = [t for t, f in shares.items() if not f or f < RARE]
+            held = dict(shares)
+            if rare:
+                counts = ", ".join(["COUNT(*) FILTER (WHERE m.tsv @@ CAST(? AS tsquery))"]
+                                   * len(rare))
+                row = tx.one(_COUNT.format(counts=counts),
+                             ([_tsquery([t]) for t in rare] + [user_id, _tsquery(rare)]))
+                held.update((t, n / max(size, 1)) for t, n in zip(rare, row))
+            sampled, avg = tx.one(_LENGTH, (user_id, LENGTH_SAMPLE, user_id))
+        df = {t: float(f or 0.0) * size for t, f in held.items()}
+        idf = {t: math.log(1 + (size - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        return LexicalQuery(shares, idf, float(avg) if sampled and avg else 1.0)
+
+    def search_shortlist(self, user_id: str, words: LexicalQuery, query: np.ndarray,
                          filters: Mapping[str, Sequence[Any]], *, dense: int, lexical: int,
                          expected: int) -> list[SignalRow]:
         """The user's `dense` memories nearest the query by their own vector (HNSW) and
-        `lexical` best by full-text rank, matching `filters`, each with those two signals.
+        `lexical` best by `words`, matching `filters`, each with those two signals.
         `expected` is how many memories the user has (the dense list's length, if fewer)."""
         q = np.asarray(query, dtype=np.float32)
         where, params = _filter_sql(filters)
         order = _NEAR_ORDER.format(dim=q.shape[0])
+        score, weights = words.score()
+        rough, rough_weights = words.rough()
         with self._search_tx(dense) as tx:
             near = tx.all(_NEAR.format(where=where, order=order),
                           (q, user_id, *params, q, dense))
@@ -164,20 +232,19 @@ class PostgresSearch:
                 # does not serve) finds them all, up to `dense`
                 near = tx.all(_NEAR.format(where=where, order=f"({order}) + 0"),
                               (q, user_id, *params, q, dense))
-            freqs = dict(tx.all(_FREQS, (" ".join(terms), self.schema)))
-            words: list[tuple] = []
-            for match in lexical_tiers(freqs, expected, lexical):
-                words = tx.all(_LEXICAL.format(where=where),
-                               (_tsquery(terms), user_id, match, *params, lexical))
-                if len(words) >= lexical:
+            found: list[tuple] = []
+            for match in lexical_tiers(words.shares, expected, lexical):
+                found = tx.all(_LEXICAL.format(score=score, where=where, rough=rough),
+                               (*weights, user_id, match, *params, *rough_weights, lexical))
+                if len(found) >= lexical:
                     break
-            who = {i: speakers for i, speakers, _ in [*near, *words]}
+            who = {i: speakers for i, speakers, _ in [*near, *found]}
             unit = {i: float(u or 0.0) for i, _, u in near}
-            rank = {i: float(r) for i, _, r in words}
+            rank = {i: float(r) for i, _, r in found}
             dense_only = [i for i in unit if i not in rank]
             words_only = [i for i in rank if i not in unit]
-            for i, r, u in tx.all(_MISSING, (_tsquery(terms), user_id, dense_only, q,
-                                             words_only)):
+            for i, r, u in tx.all(_MISSING.format(score=score),
+                                  (*weights, user_id, dense_only, q, words_only)):
                 if r is not None:
                     rank[i] = float(r)
                 else:
@@ -185,37 +252,34 @@ class PostgresSearch:
         return [SignalRow(i, speakers, rank.get(i, 0.0), unit.get(i, 0.0))
                 for i, speakers in who.items()]
 
-    def search_sample(self, user_id: str, terms: Sequence[str], query: np.ndarray,
+    def search_sample(self, user_id: str, words: LexicalQuery, query: np.ndarray,
                       size: int) -> np.ndarray:
         """Lexical, own-vector and best-turn signals (columns) of up to `size` of the user's
         memories spread evenly over the bank: what the signals are z-scored with."""
         q = np.asarray(query, dtype=np.float32)
-        rows = self._read(
-            f"WITH q AS (SELECT {_TSQUERY} AS q), t AS (SELECT COALESCE(MAX(seq), 0) AS top "
-            "FROM memories WHERE user_id = ?) SELECT ts_rank(m.tsv, q.q), vs.unit, vs.turn "
-            "FROM t CROSS JOIN generate_series(1, t.top, GREATEST(1, CEIL(t.top / ?::float)) "
-            f"::int) g(seq) JOIN memories m ON m.user_id = ? AND m.seq = g.seq CROSS JOIN q "
-            f"{_VECTORS}", (_tsquery(terms), user_id, size, user_id, q, q))
+        score, weights = words.score()
+        rows = self._read(f"SELECT {score}, vs.unit, vs.turn FROM {_EVENLY} {_VECTORS}",
+                          (*weights, user_id, size, user_id, q, q))
         return np.asarray([_signals(r[0], r[1], r[2]) for r in rows],
                           dtype=np.float32).reshape(-1, 3)
 
-    def search_pool(self, user_id: str, ids: Sequence[str], terms: Sequence[str],
+    def search_pool(self, user_id: str, ids: Sequence[str], words: LexicalQuery,
                     query: np.ndarray, filters: Mapping[str, Sequence[Any]]) -> list[SignalRow]:
         """Every signal of the memories `ids` and of their same-session neighbours that match
         `filters`; the rows of `ids` come with their neighbours' ids (None: none, or of
         another session), the neighbours' rows without."""
         q = np.asarray(query, dtype=np.float32)
         where, params = _filter_sql(filters)
+        score, weights = words.score()
         rows = self._read(
-            f"WITH q AS (SELECT {_TSQUERY} AS q), "
-            f"p AS (SELECT m.id, {_ADJACENT} FROM memories m WHERE m.user_id = ? "
+            f"WITH p AS (SELECT m.id, {_ADJACENT} FROM memories m WHERE m.user_id = ? "
             "AND m.id = ANY(?)), "
             "extra AS (SELECT DISTINCT m.id FROM p JOIN memories m ON m.id IN (p.prev, p.next) "
             f"WHERE m.id <> ALL(?) {where}), "
             "ids AS (SELECT id, prev, next FROM p UNION ALL SELECT id, NULL, NULL FROM extra) "
-            "SELECT m.id, m.speakers, ts_rank(m.tsv, q.q), vs.unit, vs.turn, ids.prev, "
-            f"ids.next FROM ids JOIN memories m ON m.id = ids.id CROSS JOIN q {_VECTORS}",
-            (_tsquery(terms), user_id, list(ids), list(ids), *params, q, q))
+            f"SELECT m.id, m.speakers, {score}, vs.unit, vs.turn, ids.prev, "
+            f"ids.next FROM ids JOIN memories m ON m.id = ids.id {_VECTORS}",
+            (user_id, list(ids), list(ids), *params, *weights, q, q))
         return [SignalRow(r[0], r[1], *_signals(r[2], r[3], r[4]), r[5], r[6]) for r in rows]
 
     @contextmanager
