@@ -236,7 +236,8 @@ class PostgresSearch:
             for match in lexical_tiers(words.shares, expected, lexical):
                 found = tx.all(_LEXICAL.format(score=score, where=where, rough=rough),
                                (*weights, user_id, match, *params, *rough_weights, lexical))
-                if len(found) >= lexical:
+                if len(found) >= lexical // 2:  # enough: a broader query's additions hold
+                    # fewer of the query's common words than all of these
                     break
             who = {i: speakers for i, speakers, _ in [*near, *found]}
             unit = {i: float(u or 0.0) for i, _, u in near}
