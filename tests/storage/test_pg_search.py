@@ -6,6 +6,7 @@ No LLM is involved: memories come from `add` (facts) and the LLM-free pipeline.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import textwrap
@@ -224,3 +225,24 @@ def test_the_lexical_shortlist_tries_memories_holding_several_common_words_first
     assert lexical_tiers({"zebra": None, "okapi": 0.001}, bank=100_000, want=2000) == [
         "'zebra' | 'okapi'"]
     assert lexical_tiers({}, bank=10, want=5) == []
+
+
+@on_postgres
+def test_the_lexical_signal_is_bm25_over_the_users_bank(open_memory, embedder):
+    """Lucene's idf from the user's own counts, term frequency from the tsvector's positions,
+    distinct lexemes as a memory's length: a rare word outweighs a common one."""
+    mem = open_memory(search_backend="database")
+    texts = ["zebra garden zebra", "garden party", "garden tools shed", "quiet morning walk"]
+    ids = _add_with_vectors(mem, "u", texts, np.eye(4, 384, dtype=np.float32) + 0.01)
+    _add_with_vectors(mem, "other", ["zebra zebra"] * 3, np.ones((3, 384), np.float32))
+    words = mem.store.search_terms("u", ["zebra", "garden"], size=4)
+    query = embedder.embed(["zebra garden"])[0]
+    got = {r.id: r.lexical for r in mem.store.search_pool("u", ids, words, query, {})}
+    lengths, avg = [2, 2, 3, 3], 2.5
+    idf = {df: math.log(1 + (4 - df + 0.5) / (df + 0.5)) for df in (1, 3)}
+    norm = [1.5 * (0.25 + 0.75 * n / avg) for n in lengths]
+    want = [idf[1] * 2 / (2 + norm[0]) + idf[3] / (1 + norm[0]), idf[3] / (1 + norm[1]),
+            idf[3] / (1 + norm[2]), 0.0]
+    assert [got[i] for i in ids] == pytest.approx(want, rel=1e-5)
+    sample = mem.store.search_sample("u", words, query, 10)
+    assert sorted(sample[:, 0]) == pytest.approx(sorted(want), rel=1e-5)
