@@ -33,12 +33,12 @@ costs as much as about 15 searches' extra time in the database (docs/postgres.md
 
 LEXICAL = LEXICAL_DEPTH // 4
 """Memories the full-text shortlist keeps (fewer than in process: each costs the server its
-own vector's distance; measured at 100,000 memories, top-20 agreement with the in-process
-search moved by 0.1 point from 2,000 to 500 and the search took 30-60 ms less)."""
+own vector's distance: at 100,000 memories of the speed bench's Zipf bank, top-20 agreement
+with the in-process search moved by 0.1 point from 2,000 to 500, the search took 30 ms less)."""
 
 SAMPLE = Z_SAMPLE // 4
 """Memories spread over the bank whose signals give their mean and spread (each costs the
-server three vector distances and a full-text rank per search)."""
+server three vector distances and a BM25 score per search)."""
 
 
 class DatabaseSearcher:
@@ -100,7 +100,8 @@ class DatabaseSearcher:
                    filters: Mapping[str, Sequence[Any]]
                    ) -> tuple[list[tuple[str, float]], Scale | None]:
         """The fused top memory ids matching `filters` with their scores, and the scale of
-        their dense signals (its lexical part is None: full-text rank is not BM25)."""
+        their dense signals (its lexical part is None: BM25 over PostgreSQL's lexemes is not
+        on the in-process tokens' scale)."""
         store, weights = self.store, self.weights
         size = self._size(user_id)
         words = store.search_terms(user_id, tokenize([query], None, QUESTION_WORDS)[0], size)

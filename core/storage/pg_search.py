@@ -1,5 +1,5 @@
 """In-database search on PostgreSQL (`rmm_core.read.dbsearch` fuses what it gives): pgvector
-HNSW over the memories' own vectors and full-text rank over their keys, as a store mixin."""
+HNSW over the memories' own vectors and BM25 over their keys' lexemes, as a store mixin."""
 
 from __future__ import annotations
 
@@ -69,11 +69,13 @@ _ADJACENT = (f"{_NEIGHBOUR.format(pick='MAX', op='<')} AS prev, "
 
 @dataclass(frozen=True)
 class LexicalQuery:
-    """A query's lexemes weighted as BM25 weighs them (Lucene's idf over the user's bank, a
-    memory's distinct lexemes as its length, each lexeme counted once), scored in SQL."""
+    """A query's lexemes weighted as BM25 weighs them, scored in SQL: Lucene's idf over the
+    user's bank, a lexeme's count in a memory from the tsvector's positions, a memory's
+    distinct lexemes as its length."""
 
     shares: dict[str, float | None]
-    """Each lexeme's share of the table's memories (None: rare, below `RARE`)."""
+    """Each lexeme's share of the table's memories (PostgreSQL's statistics; None: rarer than
+    any they list)."""
     idf: dict[str, float]
     avg_length: float
 
