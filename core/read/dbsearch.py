@@ -29,7 +29,8 @@ from .tokens import tokenize
 AUTO_MIN_MEMORIES = 20_000
 """`search_backend="auto"` searches a user's bank in the database from this many memories:
 there, loading and indexing it in a process before its first search (4 s, 350 MB more)
-costs as much as about 15 searches' extra time in the database (docs/postgres.md)."""
+costs as much as dozens of searches' extra time in the database (docs/postgres.md). The
+database's search indexes are created when the first user reaches it."""
 
 LEXICAL = LEXICAL_DEPTH // 4
 """Memories the full-text shortlist keeps (fewer than in process: each costs the server its
