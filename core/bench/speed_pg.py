@@ -20,7 +20,7 @@ import numpy as np
 
 from ..memory import ReflectiveMemory
 from ..models.embed import default_embedder
-from .bank import WORDS, fill, synthetic_bank, timed
+from .bank import VOCABULARIES, bank_chunks, fill, fill_chunks, synthetic_bank, timed
 
 _FRESH = """
 import json, sys, time
@@ -38,6 +38,10 @@ print(json.dumps({"open_s": t1 - t0, "first_ms": 1000 * (t2 - t1), "second_ms": 
 """
 """A fresh process: open, first search, second search, peak RSS (of this program: unlike
 `ru_maxrss`, `VmHWM` does not carry the parent's from before `exec`)."""
+
+
+BULK = 10_000
+"""Memories bulk-written beside the bank without and with the search indexes in place."""
 
 
 def local_postgres() -> tuple[str, Any]:
@@ -61,32 +65,36 @@ def fresh_process(url: str, backend: str, user: str, queries: list[str]) -> dict
 
 def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_000,
                        queries: int = 200, k: int = 5, db_queries: int = 20,
-                       turns: int = 2) -> dict[str, Any]:
+                       turns: int = 2, vocab: str = "zipf") -> dict[str, Any]:
     """Figures of both search backends on one PostgreSQL bank (pgserver when no URL).
 
     pgvector's exact scan (`PostgresStore.vector_search`) is slow, so it is timed on
-    `db_queries` queries only. Prints a table and returns the figures.
+    `db_queries` queries only. `vocab` names the bank's vocabulary (`bank.VOCABULARIES`).
+    Prints a table and returns the figures.
     """
     embedder = default_embedder()
-    texts, vectors = synthetic_bank(memories, embedder, turns=turns)
-    rng = np.random.default_rng(1)
-    qs = [" ".join(rng.choice(WORDS, size=6)) for _ in range(queries)]
+    words = VOCABULARIES[vocab](embedder)
+    qs = words.queries(queries)
     server = None
     if postgres_url is None:
         postgres_url, server = local_postgres()
     user = f"speed-{memories}"
     common = {"embedder": embedder, "progress": False, "session_idle_timeout": None}
     process = ReflectiveMemory.open(postgres_url, search_backend="process", **common)
-    out: dict[str, Any] = {"memories": memories, "queries": queries, "k": k}
+    out: dict[str, Any] = {"memories": memories, "queries": queries, "k": k, "vocab": vocab}
     database = None
     try:
         process.forget(user_id=user)
         t0 = time.perf_counter()
-        fill(process, user, texts, vectors)
+        fill_chunks(process, user, bank_chunks(memories, words, turns=turns))
         out["ingest_s"] = time.perf_counter() - t0
+        out["bulk"] = min(BULK, memories)
+        bulk = synthetic_bank(out["bulk"], embedder, turns=turns, seed=1, vocab=words)
+        out["bulk_plain_s"] = _bulk_write(process, *bulk)
         t0 = time.perf_counter()  # an existing store's first open for in-database search
         database = ReflectiveMemory.open(postgres_url, search_backend="database", **common)
         out["index_build_s"] = time.perf_counter() - t0
+        out["bulk_indexed_s"] = _bulk_write(process, *bulk)
         t0 = time.perf_counter()
         process.search(qs[0], user_id=user, k=k)
         out["process_load_s"] = time.perf_counter() - t0
@@ -111,6 +119,15 @@ def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_0
     return out
 
 
+def _bulk_write(mem: ReflectiveMemory, texts: list[str], vectors: np.ndarray) -> float:
+    """Seconds to write these memories for another user (then forgotten)."""
+    t0 = time.perf_counter()
+    fill(mem, "speed-bulk", texts, vectors)
+    seconds = time.perf_counter() - t0
+    mem.forget(user_id="speed-bulk")
+    return seconds
+
+
 def _agreement(process: ReflectiveMemory, database: ReflectiveMemory, user: str,
                queries: list[str]) -> tuple[float, float]:
     """Mean share of in-process top candidates that in-database search also ranks top, and
@@ -125,9 +142,12 @@ def _agreement(process: ReflectiveMemory, database: ReflectiveMemory, user: str,
 
 
 def _print(out: dict[str, Any]) -> None:
-    print(f"bank: {out['memories']} memories on PostgreSQL; write {out['ingest_s']:.1f} s, then "
+    print(f"bank: {out['memories']} memories ({out['vocab']} vocabulary) on PostgreSQL; "
+          f"write {out['ingest_s']:.1f} s, then "
           f"HNSW + full-text indexes built on open {out['index_build_s']:.1f} s; "
           f"{out['queries']} queries, k={out['k']}")
+    print(f"bulk-writing {out['bulk']} more memories: {out['bulk_plain_s']:.1f} s without the "
+          f"search indexes, {out['bulk_indexed_s']:.1f} s with them")
     print(f"{'':<42}{'p50 ms':>10}{'p95 ms':>10}")
     for label, key in (("search in process (index in this process)", "process_ms"),
                        ("search in database (pgvector HNSW + FTS)", "database_ms"),

@@ -29,11 +29,17 @@ from .tokens import tokenize
 AUTO_MIN_MEMORIES = 20_000
 """`search_backend="auto"` searches a user's bank in the database from this many memories:
 there, loading and indexing it in a process before its first search (4 s, 350 MB more)
-costs as much as about 15 searches' extra time in the database (docs/postgres.md)."""
+costs as much as dozens of searches' extra time in the database (docs/postgres.md). The
+database's search indexes are created when the first user reaches it."""
+
+LEXICAL = LEXICAL_DEPTH // 4
+"""Memories the full-text shortlist keeps (fewer than in process: each costs the server its
+own vector's distance: at 100,000 memories of the speed bench's Zipf bank, top-20 agreement
+with the in-process search moved by 0.1 point from 2,000 to 500, the search took 30 ms less)."""
 
 SAMPLE = Z_SAMPLE // 4
 """Memories spread over the bank whose signals give their mean and spread (each costs the
-server three vector distances and a full-text rank per search)."""
+server three vector distances and a BM25 score per search)."""
 
 
 class DatabaseSearcher:
@@ -50,19 +56,35 @@ class DatabaseSearcher:
         self._sizes: dict[str, tuple[int, int]] = {}
         """user → (generation, bank size): `auto` reads the size once per change."""
         self._lock = threading.Lock()
+        self._dim: int | None = None
+        self._ready = False
 
     def prepare(self, dim: int | None) -> None:
-        """Create the database's search indexes (on open) when searches may use them."""
-        if self.store is not None and self.backend != "process" and dim:
-            self.store.prepare_search(int(dim))
+        """On open: `search_backend="database"` creates the database's search indexes now;
+        `auto` waits until a user first reaches `AUTO_MIN_MEMORIES`, so that no write below
+        it pays for maintaining them."""
+        self._dim = int(dim) if dim else None
+        if self.backend == "database":
+            self._ensure_indexes()
 
     def wanted(self, user_id: str) -> bool:
-        """Whether this user's search runs in the database."""
+        """Whether this user's search runs in the database (its indexes created if missing)."""
         if self.store is None or self.backend == "process":
             return False
-        if self.backend == "database":
-            return True
-        return self._size(user_id) >= AUTO_MIN_MEMORIES
+        if self.backend == "auto" and self._size(user_id) < AUTO_MIN_MEMORIES:
+            return False
+        return self._ensure_indexes()
+
+    def _ensure_indexes(self) -> bool:
+        """Whether the search indexes exist: created (once, by one process) if missing; not
+        while neither the embedder nor the store knows the vectors' dimension."""
+        with self._lock:
+            if not self._ready:
+                dim = self._dim or self.store.vector_dim()
+                if dim:
+                    self.store.prepare_search(dim)
+                    self._ready = True
+            return self._ready
 
     def _size(self, user_id: str) -> int:
         generation = self.store.generation(user_id)
@@ -79,15 +101,16 @@ class DatabaseSearcher:
                    filters: Mapping[str, Sequence[Any]]
                    ) -> tuple[list[tuple[str, float]], Scale | None]:
         """The fused top memory ids matching `filters` with their scores, and the scale of
-        their dense signals (its lexical part is None: full-text rank is not BM25)."""
+        their dense signals (its lexical part is None: BM25 over PostgreSQL's lexemes is not
+        on the in-process tokens' scale)."""
         store, weights = self.store, self.weights
-        terms = tokenize([query], None, QUESTION_WORDS)[0]
         size = self._size(user_id)
-        shortlist = store.search_shortlist(user_id, terms, query_vec, filters, dense=DEPTH,
-                                           lexical=LEXICAL_DEPTH, expected=size)
+        words = store.search_terms(user_id, tokenize([query], None, QUESTION_WORDS)[0], size)
+        shortlist = store.search_shortlist(user_id, words, query_vec, filters, dense=DEPTH,
+                                           lexical=LEXICAL, expected=size)
         if not shortlist:
             return [], None
-        sample = store.search_sample(user_id, terms, query_vec, SAMPLE)
+        sample = store.search_sample(user_id, words, query_vec, SAMPLE)
         if not len(sample):  # nothing sampled (a bank emptied meanwhile): the shortlist's own
             sample = np.asarray([(r.lexical, r.unit, r.unit) for r in shortlist])
         scale = Scale.of(*(sample[:, i] for i in range(3)))
@@ -96,7 +119,7 @@ class DatabaseSearcher:
                                  _column(shortlist, "unit"))
                      - weights.assistant * self._assistant(shortlist))
             shortlist = [shortlist[i] for i in np.argpartition(-cheap, POOL)[:POOL]]
-        pool = store.search_pool(user_id, [r.id for r in shortlist], terms, query_vec, filters)
+        pool = store.search_pool(user_id, [r.id for r in shortlist], words, query_vec, filters)
         fused, spread = scale.fuse(
             weights, *(_column(pool, name) for name in ("lexical", "unit", "turn")),
             self._assistant(pool), (np.arange(len(pool)), *_links(pool)))

@@ -146,14 +146,17 @@ class DatabaseSearch(Protocol):
 
     def search_size(self, user_id: str) -> int: ...
 
-    def search_shortlist(self, user_id: str, terms: Sequence[str], query: np.ndarray,
+    def search_terms(self, user_id: str, terms: Sequence[str], size: int) -> Any:
+        """The query's words prepared for the lexical signal (passed to the calls below)."""
+
+    def search_shortlist(self, user_id: str, words: Any, query: np.ndarray,
                          filters: Mapping[str, Sequence[Any]], *, dense: int, lexical: int,
                          expected: int) -> list[SignalRow]: ...
 
-    def search_sample(self, user_id: str, terms: Sequence[str], query: np.ndarray,
+    def search_sample(self, user_id: str, words: Any, query: np.ndarray,
                       size: int) -> np.ndarray: ...
 
-    def search_pool(self, user_id: str, ids: Sequence[str], terms: Sequence[str],
+    def search_pool(self, user_id: str, ids: Sequence[str], words: Any,
                     query: np.ndarray, filters: Mapping[str, Sequence[Any]]
                     ) -> list[SignalRow]: ...
 

@@ -6,9 +6,11 @@ No LLM is involved: memories come from `add` (facts) and the LLM-free pipeline.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -16,8 +18,9 @@ from backends import run_sql, split_target
 from pydantic import ValidationError
 
 from rmm_core import InvalidInputError, ReflectiveMemory
+from rmm_core.read import dbsearch
 from rmm_core.storage.base import NewMemory
-from rmm_core.storage.postgres import lexical_tiers
+from rmm_core.storage.pg_search import lexical_tiers
 from rmm_core.types import Memory, new_memory_id
 
 pytestmark = pytest.mark.backends
@@ -39,6 +42,9 @@ QUERIES = {
     "piano": "what instrument do I play",
     "food": "what do I like to eat",
 }
+
+SEARCH_INDEXES = {"memories_tsv", "memory_vectors_hnsw_384"}
+"""What in-database search adds to the schema (for the test embedder's 384 dimensions)."""
 
 
 def _fill(mem: ReflectiveMemory, user: str = "u") -> dict[str, str]:
@@ -110,14 +116,44 @@ def test_search_indexes_are_created_on_open_of_an_existing_store_and_again_idemp
     run_sql(store_target, ["DROP INDEX IF EXISTS memories_tsv",
                            "DROP INDEX IF EXISTS memory_vectors_hnsw_384",
                            "ALTER TABLE memories DROP COLUMN IF EXISTS tsv"])
-    assert not {"memories_tsv", "memory_vectors_hnsw_384"} & _indexes(store_target)
+    assert not SEARCH_INDEXES & _indexes(store_target)
     mem = open_memory(search_backend="database")
-    assert {"memories_tsv", "memory_vectors_hnsw_384"} <= _indexes(store_target)
+    assert SEARCH_INDEXES <= _indexes(store_target)
     assert mem.search(QUERIES["sister"], user_id="u").hits[0].memory.id == ids["sister"]
     again = open_memory(search_backend="database")  # indexes present: nothing to do
     assert again.search(QUERIES["piano"], user_id="u").hits[0].memory.id == ids["piano"]
     new = again.add("I collect vintage fountain pens", user_id="u")[0]  # kept on write
     assert mem.search("fountain pens", user_id="u").hits[0].memory.id == new.id
+
+
+@on_postgres
+def test_auto_creates_the_search_indexes_only_when_a_user_reaches_the_threshold(
+        open_memory, store_target, monkeypatch):
+    monkeypatch.setattr(dbsearch, "AUTO_MIN_MEMORIES", len(FACTS) + 1)
+    mem = open_memory()  # auto
+    ids = _fill(mem, "big")
+    mem.add("I keep bees", user_id="small")
+    # below the threshold writes maintain no search index and searches run in process
+    assert not SEARCH_INDEXES & _indexes(store_target)
+    assert mem.search("bees", user_id="small").hits and "index:small" in loaded(mem)
+    assert not SEARCH_INDEXES & _indexes(store_target)
+    # the first search of a user at the threshold creates them, then runs in the database
+    assert mem.search(QUERIES["dog"], user_id="big").hits[0].memory.id == ids["dog"]
+    assert SEARCH_INDEXES <= _indexes(store_target)
+    other = open_memory()  # another instance finds them in place and loads no bank
+    assert other.search(QUERIES["food"], user_id="big").hits[0].memory.id == ids["food"]
+    assert not loaded(other)
+
+
+@on_postgres
+def test_instances_opening_at_once_create_the_search_indexes_once(open_memory, store_target):
+    ids = _fill(open_memory(search_backend="process"))
+    assert not SEARCH_INDEXES & _indexes(store_target)
+    with ThreadPoolExecutor(4) as pool:  # one connection each, as separate processes have
+        mems = list(pool.map(lambda _: open_memory(search_backend="database"), range(4)))
+    assert SEARCH_INDEXES <= _indexes(store_target)
+    for mem in mems:
+        assert mem.search(QUERIES["piano"], user_id="u").hits[0].memory.id == ids["piano"]
 
 
 @on_postgres
@@ -189,3 +225,24 @@ def test_the_lexical_shortlist_tries_memories_holding_several_common_words_first
     assert lexical_tiers({"zebra": None, "okapi": 0.001}, bank=100_000, want=2000) == [
         "'zebra' | 'okapi'"]
     assert lexical_tiers({}, bank=10, want=5) == []
+
+
+@on_postgres
+def test_the_lexical_signal_is_bm25_over_the_users_bank(open_memory, embedder):
+    """Lucene's idf from the user's own counts, term frequency from the tsvector's positions,
+    distinct lexemes as a memory's length: a rare word outweighs a common one."""
+    mem = open_memory(search_backend="database")
+    texts = ["zebra garden zebra", "garden party", "garden tools shed", "quiet morning walk"]
+    ids = _add_with_vectors(mem, "u", texts, np.eye(4, 384, dtype=np.float32) + 0.01)
+    _add_with_vectors(mem, "other", ["zebra zebra"] * 3, np.ones((3, 384), np.float32))
+    words = mem.store.search_terms("u", ["zebra", "garden"], size=4)
+    query = embedder.embed(["zebra garden"])[0]
+    got = {r.id: r.lexical for r in mem.store.search_pool("u", ids, words, query, {})}
+    lengths, avg = [2, 2, 3, 3], 2.5
+    idf = {df: math.log(1 + (4 - df + 0.5) / (df + 0.5)) for df in (1, 3)}
+    norm = [1.5 * (0.25 + 0.75 * n / avg) for n in lengths]
+    want = [idf[1] * 2 / (2 + norm[0]) + idf[3] / (1 + norm[0]), idf[3] / (1 + norm[1]),
+            idf[3] / (1 + norm[2]), 0.0]
+    assert [got[i] for i in ids] == pytest.approx(want, rel=1e-5)
+    sample = mem.store.search_sample("u", words, query, 10)
+    assert sorted(sample[:, 0]) == pytest.approx(sorted(want), rel=1e-5)
