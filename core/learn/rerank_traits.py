@@ -65,6 +65,8 @@ class MemoryTraits:
 
 
 def memory_traits(memory: Memory) -> MemoryTraits:
+    """A memory's traits, cached by its text, speakers and date (not its id: an edited
+    memory is read again)."""
     return _memory_traits(memory.text, tuple(memory.speakers), memory.occurred_at)
 
 
