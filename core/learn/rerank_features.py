@@ -58,7 +58,7 @@ SHIPPED = Path(str(files("rmm_core") / "data" / "rerank_features.json"))
 _COLUMN = {name: i for i, name in enumerate(FEATURES)}
 _AT = {group: [_COLUMN[n] for n in names] for group, names in {
     "z": ("dense", "turn", "words", "session"), "item": PER_ITEM,
-    "memory": ("speaker", "date_match", "assistant", "provisional", "recency")}.items()}
+    "memory": ("speaker", "date_match", "assistant", "provisional")}.items()}
 
 
 def features(query: str, query_vec: np.ndarray, hits: Sequence[MemoryHit],
@@ -77,7 +77,7 @@ def features(query: str, query_vec: np.ndarray, hits: Sequence[MemoryHit],
     out[:, _AT["item"]] = [query_traits.per_item(t.text) for t in traits]
     out[:, _AT["memory"]] = [
         (share(query_traits.names, t.speakers), query_traits.date_match(t.month_year),
-         assistant_only(m.speakers), bool(m.attrs.get("provisional")), 0.0)
+         assistant_only(m.speakers), bool(m.attrs.get("provisional")))
         for m, t in zip(memories, traits)]
     out[:, _COLUMN["recency"]] = _recency([t.stamp for t in traits])
     return out
