@@ -11,22 +11,20 @@ over embedding dimensions, says nothing about one conversation's content, so it 
 from __future__ import annotations
 
 import json
-import re
 import struct
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from functools import cache, lru_cache
+from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidInputError, StorageError
 from ..types import Memory, MemoryHit
 from .rerank_policy import Ranking, logit_gradient, select, zscore
+from .rerank_traits import QueryTraits, memory_traits, share, text_traits
 
 FEATURES = (
     "dense",  # cosine of the query and the memory's own vector, z
@@ -57,97 +55,10 @@ the z scale of the learned weights (`FeatureScorer.item_scores`)."""
 SHIPPED = Path(str(files("rmm_core") / "data" / "rerank_features.json"))
 """The pre-trained weights packaged with the library (`rmm bench rerank --save-weights`)."""
 
-_STOP = frozenset(
-    "a an the and or but of to in on at for with from by about as is are was were be been "
-    "being am do does did done have has had having i me my mine you your yours he him his she "
-    "her hers it its we us our they them their this that these those what when where who whom "
-    "whose which why how would could should will shall can may might must not no yes so than "
-    "then there here if into out up down over any some all each much many kind type ever "
-    "likely".split())
-"""Words that say nothing of a topic: bm25s's English list (33 words) plus pronouns, modal
-verbs and the question words, which would otherwise count as overlap."""
-_WORD = re.compile(r"\w+")
-_NAME = re.compile(r"\b[A-Z][\w'-]+")
-_ASKS_WHEN = re.compile(
-    r"\bwhen\b|\bhow long\b|\bwhat (?:date|day|year|month|time)\b|\bwhich (?:date|day|year|"
-    r"month|week)\b|\bhow (?:many|much) (?:days|weeks|months|years)\b", re.IGNORECASE)
-_MONTHS = ("january february march april may june july august september october november "
-           "december").split()
-_TIME = frozenset(
-    "yesterday today tomorrow tonight ago last next recently weekend morning evening january "
-    "february march april may june july august september october november december jan feb "
-    "mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday "
-    "saturday sunday week month year years months weeks days".split())
-_PREFIX = 5
-"""Words are compared by their first letters (a stemmer's poor cousin, at no cost)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TextTraits:
-    """What the features read of a text: its content-word stems and pairs of neighbouring
-    ones, its numbers, whether it speaks of a time (a date word, a year, a day of the month)
-    and its word count."""
-
-    stems: frozenset[str]
-    pairs: frozenset[tuple[str, str]]
-    numbers: frozenset[str]
-    dated: bool
-    words: int
-
-
-@lru_cache(maxsize=4096)
-def text_traits(text: str) -> TextTraits:
-    """A text's traits, cached: the same memories come back search after search."""
-    words = _WORD.findall(text.lower())
-    content = [w[:_PREFIX] for w in words if w not in _STOP]
-    numbers = frozenset(w for w in words if w.isdigit())
-    dated = not _TIME.isdisjoint(words) or any(
-        (len(n) == 4 and n[:2] in ("19", "20")) for n in numbers) or any(
-        w[-2:] in ("st", "nd", "rd", "th") and w[:-2].isdigit() for w in words)
-    return TextTraits(frozenset(content), frozenset(zip(content, content[1:])), numbers, dated,
-                      len(words))
-
-
-@dataclass(frozen=True, slots=True)
-class QueryTraits:
-    """What the features need of a query, read once per search."""
-
-    text: TextTraits
-    names: frozenset[str]
-    asks_when: bool
-    months: frozenset[int]
-    years: frozenset[int]
-
-    @classmethod
-    def of(cls, query: str) -> QueryTraits:
-        names = {n.lower()[:_PREFIX] for n in _NAME.findall(query) if n.lower() not in _STOP}
-        text = text_traits(query)
-        lower = set(_WORD.findall(query.lower()))
-        return cls(text, frozenset(names), bool(_ASKS_WHEN.search(query)),
-                   frozenset(i + 1 for i, m in enumerate(_MONTHS) if m in lower),
-                   frozenset(int(n) for n in text.numbers if len(n) == 4 and n[:2] in ("19",
-                                                                                      "20")))
-
-    def per_item(self, text: str) -> list[float]:
-        """The PER_ITEM features of one text."""
-        item, query = text_traits(text), self.text
-        return [_share(query.stems, item.stems), _share(query.pairs, item.pairs),
-                _share(self.names, item.stems), float(not query.numbers.isdisjoint(item.numbers)),
-                float(item.dated and self.asks_when), float(item.dated)]
-
-    def date_match(self, when: datetime | None) -> float:
-        """1.0 when the query names a month or a year and `when` falls in it."""
-        if when is None or not (self.months or self.years):
-            return 0.0
-        return float((not self.months or when.month in self.months)
-                     and (not self.years or when.year in self.years))
-
-
-def _share(wanted: frozenset, found: frozenset) -> float:
-    return len(wanted & found) / len(wanted) if wanted else 0.0
-
-
 _COLUMN = {name: i for i, name in enumerate(FEATURES)}
+_AT = {group: [_COLUMN[n] for n in names] for group, names in {
+    "z": ("dense", "turn", "words", "session"), "item": PER_ITEM,
+    "memory": ("speaker", "date_match", "assistant", "provisional")}.items()}
 
 
 def features(query: str, query_vec: np.ndarray, hits: Sequence[MemoryHit],
@@ -155,28 +66,34 @@ def features(query: str, query_vec: np.ndarray, hits: Sequence[MemoryHit],
              assistant_only: Callable[[list[str]], bool]) -> np.ndarray:
     """phi of each candidate, (K, len(FEATURES)) float32: `hits` carry the memories,
     `vectors` their rows as indexed (own vector first, then its turns')."""
-    traits = QueryTraits.of(query)
+    query_traits = QueryTraits.of(query)
     memories = [h.memory for h in hits]
-    out = np.zeros((len(hits), len(FEATURES)), np.float32)
-
-    def put(names: Sequence[str], values: Any) -> None:
-        out[:, [_COLUMN[n] for n in names]] = values
-
-    dense = np.array([v[0] @ query_vec if len(v) else 0.0 for v in vectors], np.float32)
-    turn = np.array([(v[1:] @ query_vec).max() if len(v) > 1 else d
-                     for v, d in zip(vectors, dense)], np.float32)
-    words = np.log1p([text_traits(m.text).words for m in memories])
-    put(("dense", "turn", "words", "session"), zscore(np.stack(
-        [dense, turn, words, _session_mass(memories, zscore(fused))], axis=1)))
-    put(PER_ITEM, [traits.per_item(m.text) for m in memories])
-    put(("speaker", "date_match", "assistant", "provisional", "recency"), np.stack([
-        [_share(traits.names, frozenset(s.lower()[:_PREFIX] for s in m.speakers))
-         for m in memories],
-        [traits.date_match(m.occurred_at) for m in memories],
-        [assistant_only(m.speakers) for m in memories],
-        [bool(m.attrs.get("provisional")) for m in memories],
-        _recency([m.occurred_at for m in memories])], axis=1))
+    traits = [memory_traits(m) for m in memories]
+    out = np.empty((len(hits), len(FEATURES)), np.float32)
+    dense, turn = _cosines(query_vec, vectors)
+    words = np.log1p([t.text.words for t in traits])
+    out[:, _AT["z"]] = zscore(np.stack(
+        [dense, turn, words, _session_mass(memories, zscore(fused))], axis=1))
+    out[:, _AT["item"]] = [query_traits.per_item(t.text) for t in traits]
+    out[:, _AT["memory"]] = [
+        (share(query_traits.names, t.speakers), query_traits.date_match(t.month_year),
+         assistant_only(m.speakers), bool(m.attrs.get("provisional")))
+        for m, t in zip(memories, traits)]
+    out[:, _COLUMN["recency"]] = _recency([t.stamp for t in traits])
     return out
+
+
+def _cosines(query_vec: np.ndarray, vectors: Sequence[np.ndarray]) -> tuple[np.ndarray,
+                                                                            np.ndarray]:
+    """Each candidate's own cosine and its best turn's (its own when it has no turn rows),
+    in one product over all rows; a candidate without rows scores 0."""
+    sizes = np.array([len(v) for v in vectors])
+    rows = [v if len(v) else np.zeros((1, len(query_vec)), np.float32) for v in vectors]
+    cos = np.concatenate(rows) @ query_vec
+    starts = np.concatenate([[0], np.cumsum(np.maximum(sizes, 1))[:-1]])
+    dense = cos[starts].astype(np.float32)
+    cos[starts[sizes > 1]] = -np.inf
+    return dense, np.maximum.reduceat(cos, starts).astype(np.float32)
 
 
 def _session_mass(memories: Sequence[Memory], z: np.ndarray) -> np.ndarray:
@@ -184,21 +101,18 @@ def _session_mass(memories: Sequence[Memory], z: np.ndarray) -> np.ndarray:
     own included): a topic talked over at length in one session."""
     sessions = [m.session_ids[0] if m.session_ids else m.id for m in memories]
     mass: dict[str, float] = {}
-    for session, value in zip(sessions, z):
-        mass[session] = mass.get(session, 0.0) + max(float(value), 0.0)
+    for session, value in zip(sessions, z.tolist()):
+        mass[session] = mass.get(session, 0.0) + max(value, 0.0)
     return np.array([mass[s] for s in sessions], np.float32)
 
 
-def _recency(dates: list[datetime | None]) -> np.ndarray:
-    """Each date's rank among the known ones, scaled 0..1; 0.5 where unknown or all equal.
-    Dates without a zone (a caller's `started_at`) count as UTC, like the stored ones."""
-    stamps = [None if d is None else (d if d.tzinfo else d.replace(tzinfo=timezone.utc))
-              for d in dates]
-    known = sorted({d for d in stamps if d is not None})
+def _recency(stamps: list[float | None]) -> np.ndarray:
+    """Each date's rank among the known ones, scaled 0..1; 0.5 where unknown or all equal."""
+    known = sorted({s for s in stamps if s is not None})
     if len(known) < 2:
-        return np.full(len(dates), 0.5, np.float32)
-    rank = {d: i / (len(known) - 1) for i, d in enumerate(known)}
-    return np.array([rank[d] if d is not None else 0.5 for d in stamps], np.float32)
+        return np.full(len(stamps), 0.5, np.float32)
+    rank = {s: i / (len(known) - 1) for i, s in enumerate(known)}
+    return np.array([rank[s] if s is not None else 0.5 for s in stamps], np.float32)
 
 
 _MAGIC, _STEP_MAGIC = b"RMMF", b"RMMG"
@@ -326,9 +240,8 @@ class FeatureScorer:
         """Scores of arbitrary items, each on its own (no retrieval signals, no other
         candidate): best-row cosine / COSINE_SPREAD + the PER_ITEM part of phi . w."""
         traits = QueryTraits.of(query)
-        at = [FEATURES.index(n) for n in PER_ITEM]
         return [float((v @ query_vec).max() / COSINE_SPREAD
-                      + np.dot(traits.per_item(t), weights.w[at]))
+                      + np.dot(traits.per_item(text_traits(t)), weights.w[_AT["item"]]))
                 for t, v in zip(texts, vectors)]
 
 

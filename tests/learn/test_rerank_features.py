@@ -235,3 +235,28 @@ def test_bench_rerank_runs_every_phase_and_saves_loadable_weights(tmp_path, caps
     saved = json.loads(weights.read_text())
     assert list(saved["trained_on"]) == ["jsonl"] and str(tmp_path) not in saved["command"]
     assert load_weights(weights).dim == len(FEATURES)
+
+
+def test_stop_words_are_the_shared_list():
+    """Words of `text.STOP_WORDS` ("please", "tell", "just") are no overlap: a memory holding
+    only them shares nothing with the query."""
+    from rmm_core.learn.rerank_traits import QueryTraits, text_traits
+
+    query = QueryTraits.of("Please just tell me about Rome")
+    assert query.per_item(text_traits("please just tell me"))[0] == 0.0
+    assert query.per_item(text_traits("Rome in spring"))[0] == 1.0
+
+
+def test_cosines_in_one_product_match_each_candidates_own():
+    """The own and best-turn cosines, computed over all rows at once, equal each candidate's
+    own products, with a candidate of one row and one of none among them."""
+    from rmm_core.learn.rerank_features import _cosines
+
+    query, vectors, _ = candidates(seed=3)
+    vectors[2], vectors[5] = vectors[2][:1], vectors[5][:0]
+    dense, turn = _cosines(query, vectors)
+    for i, v in enumerate(vectors):
+        own = float(v[0] @ query) if len(v) else 0.0
+        best = float((v[1:] @ query).max()) if len(v) > 1 else own
+        assert dense[i] == pytest.approx(own, abs=1e-5)
+        assert turn[i] == pytest.approx(best, abs=1e-5)
