@@ -15,7 +15,7 @@ from ..memory import ReflectiveMemory
 from ..models.embed import default_embedder
 from ..read.index import EXACT_LIMIT
 from ..types import Turn
-from .bank import WORDS, fill, synthetic_bank, timed
+from .bank import VOCABULARIES, Vocabulary, bank_chunks, fill_chunks, timed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=5, help="hits per search")
     parser.add_argument("--sessions", type=int, default=20,
                         help="2-turn sessions ended, each followed by a timed first search")
+    parser.add_argument("--vocab", choices=sorted(VOCABULARIES), default="zipf",
+                        help="the bank's words: zipf = several thousand real words drawn "
+                             "Zipf-like (default); small = the 70 words of earlier benches")
     parser.add_argument("--db", default=None, help="store (default: a temporary SQLite file)")
     parser.add_argument("--users", type=int, default=None, metavar="N",
                         help="instead: N users of --memories memories each in one process, "
@@ -48,10 +51,10 @@ def rss_mb() -> tuple[float, float]:
     return (int(values["VmRSS"].split()[0]) / 1024, int(values["VmHWM"].split()[0]) / 1024)
 
 
-def chat_session(rng: np.random.Generator, turns: int = 2) -> list[Turn]:
+def chat_session(rng: np.random.Generator, vocab: Vocabulary, turns: int = 2) -> list[Turn]:
     """A short user/assistant exchange of random bank words."""
-    return [Turn("user" if i % 2 == 0 else "assistant",
-                 " ".join(rng.choice(WORDS, size=10))) for i in range(turns)]
+    return [Turn("user" if i % 2 == 0 else "assistant", text)
+            for i, text in enumerate(vocab.texts(vocab.draw(rng, (turns, 10))))]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,25 +73,22 @@ def run(args: argparse.Namespace) -> int:
         mem = ReflectiveMemory.open(target, embedder=embedder, progress=False,
                                     cache_bytes=int(args.cache_bytes))
         try:
-            runner(mem, args)
+            runner(mem, VOCABULARIES[args.vocab](embedder), args)
         finally:
             mem.close()
     return 0
 
 
-def run_bank(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
+def run_bank(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace) -> None:
     """One user's bank: search against raw faiss with the same kind of index, the first
     search after each new session, RSS."""
     embedder = mem.embedder
-    texts, vectors = synthetic_bank(args.memories, embedder, turns=args.turns)
-    rng = np.random.default_rng(1)
-    queries = [" ".join(rng.choice(WORDS, size=6)) for _ in range(args.queries)]
+    queries = vocab.queries(args.queries)
     user = f"speed-{args.memories}"
     mem.forget(user_id=user)
     t0 = time.perf_counter()
-    fill(mem, user, texts, vectors)
+    fill_chunks(mem, user, bank_chunks(args.memories, vocab, turns=args.turns))
     write_s = time.perf_counter() - t0
-    del texts, vectors
     t0 = time.perf_counter()
     mem.search(queries[0], user_id=user, k=args.k)  # loads and indexes the bank
     build_s = time.perf_counter() - t0
@@ -103,13 +103,14 @@ def run_bank(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
     del units
     faiss_ms = timed(lambda v: raw.search(v[None, :], top), query_vecs)
     agreement = exact_agreement(mem, user, queries[:100], top)
-    first_ms, cached_ms, reflect_ms = _after_sessions(mem, user, queries, args)
+    first_ms, cached_ms, reflect_ms = _after_sessions(mem, vocab, user, queries, args)
     s50, s95 = np.percentile(search_ms, [50, 95])
     e50 = float(np.median(embed_ms))
     f50, f95 = np.percentile(faiss_ms, [50, 95])
     r50, r95 = np.percentile(np.asarray(search_ms) - np.asarray(embed_ms), [50, 95])
     mode = "exhaustive" if args.memories <= EXACT_LIMIT else "IVF shortlist"
-    print(f"bank: {args.memories} memories x {1 + args.turns} vectors, dim {embedder.dim} "
+    print(f"bank: {args.memories} memories x {1 + args.turns} vectors, dim {embedder.dim}, "
+          f"{len(vocab.words)}-word {args.vocab} vocabulary "
           f"({mode}); write {write_s:.1f} s, load + index {build_s:.1f} s; "
           f"{args.queries} queries, k={args.k}")
     print(f"RSS after load + index: {rss:.0f} MiB (peak so far {peak:.0f} MiB); index "
@@ -153,14 +154,14 @@ def _raw_faiss(units: np.ndarray, approximate: bool) -> tuple[Any, str]:
     return ivf, f"IVF-SQ8 nlist {nlist} nprobe {ivf.nprobe}"
 
 
-def _after_sessions(mem: ReflectiveMemory, user: str, queries: list[str],
+def _after_sessions(mem: ReflectiveMemory, vocab: Vocabulary, user: str, queries: list[str],
                     args: argparse.Namespace) -> tuple[list[float], list[float], list[float]]:
     """Per new 2-turn session: the time of end_session, of the first search after it and
     of a second (cached) search."""
     rng = np.random.default_rng(2)
     first, cached, reflect = [], [], []
     for i in range(args.sessions):
-        mem.append(chat_session(rng), user_id=user, session_id=f"new-{i}")
+        mem.append(chat_session(rng, vocab), user_id=user, session_id=f"new-{i}")
         t0 = time.perf_counter()
         mem.end_session(user_id=user, session_id=f"new-{i}")
         reflect.append(1000 * (time.perf_counter() - t0))
@@ -170,19 +171,16 @@ def _after_sessions(mem: ReflectiveMemory, user: str, queries: list[str],
     return first, cached, reflect
 
 
-def run_users(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
+def run_users(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace) -> None:
     """Many small users in one process: each searched cold, then all again, RSS."""
     n_users, per_user = args.users, args.memories
-    word_vecs = mem.embedder.embed(list(WORDS))
     users = [f"user-{i}" for i in range(n_users)]
     t0 = time.perf_counter()
     for i, user in enumerate(users):  # each user's bank made as it is written
-        fill(mem, user, *synthetic_bank(per_user, mem.embedder, turns=args.turns, seed=i,
-                                        word_vecs=word_vecs))
+        fill_chunks(mem, user, bank_chunks(per_user, vocab, turns=args.turns, seed=i))
     write_s = time.perf_counter() - t0
-    rng = np.random.default_rng(1)
-    queries = [" ".join(rng.choice(WORDS, size=6)) for _ in range(n_users)]
-    order = rng.permutation(n_users)
+    queries = vocab.queries(n_users)
+    order = np.random.default_rng(1).permutation(n_users)
     cold = timed(lambda i: mem.search(queries[i], user_id=users[i], k=args.k), order)
     rss_cold, _ = rss_mb()
     again = timed(lambda i: mem.search(queries[i], user_id=users[i], k=args.k), order)
@@ -198,7 +196,7 @@ def run_users(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
           f"peak {peak:.0f} MiB")
 
 
-def run_ingest(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
+def run_ingest(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace) -> None:
     """Reflection speed: N sessions into an empty bank, against N more into a large one."""
     n = args.ingest_sessions
     rng = np.random.default_rng(3)
@@ -207,14 +205,12 @@ def run_ingest(mem: ReflectiveMemory, args: argparse.Namespace) -> None:
     def ingest(tag: str) -> float:
         t0 = time.perf_counter()
         for i in range(n):
-            mem.add_session(chat_session(rng, 3), user_id=user, session_id=f"{tag}-{i}")
+            mem.add_session(chat_session(rng, vocab, 3), user_id=user, session_id=f"{tag}-{i}")
         return time.perf_counter() - t0
 
     first = ingest("first")
     size = len(mem._index(user))
-    texts, vectors = synthetic_bank(max(args.memories - size, 0), mem.embedder,
-                                    turns=args.turns)
-    fill(mem, user, texts, vectors)
+    fill_chunks(mem, user, bank_chunks(max(args.memories - size, 0), vocab, turns=args.turns))
     mem.search("warm the index", user_id=user)
     big = len(mem._index(user))
     last = ingest("last")

@@ -23,7 +23,7 @@ def test_one_bank_against_raw_faiss_and_after_new_sessions(capsys):
 
 def test_many_users_stay_within_the_cache_budget(capsys):
     assert main(["bench", "speed", "--users", "12", "--memories", "20",
-                 "--cache-bytes", "400000"]) == 0
+                 "--cache-bytes", "400000", "--vocab", "small"]) == 0
     printed = capsys.readouterr().out
     cached = re.search(r"\((\d+) entries cached, ([\d.]+) MiB by their own count\)", printed)
     assert 1 <= int(cached[1]) < 12 and float(cached[2]) <= 400000 / 2**20
@@ -31,7 +31,8 @@ def test_many_users_stay_within_the_cache_budget(capsys):
 
 
 def test_ingest_into_a_large_bank_against_an_empty_one(capsys):
-    assert main(["bench", "speed", "--ingest-sessions", "3", "--memories", "500"]) == 0
+    assert main(["bench", "speed", "--ingest-sessions", "3", "--memories", "500",
+                 "--vocab", "small"]) == 0
     printed = capsys.readouterr().out
     assert re.search(r"3 more into a bank of 5\d\d memories: [\d.]+ s \(\d+ ms a session\); "
                      r"ratio [\d.]+x", printed)
