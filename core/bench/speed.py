@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..memory import ReflectiveMemory
 from ..models.embed import default_embedder
+from ..read.ann import BLOCK, evenly, ivf_index, nlist_for
 from ..read.index import EXACT_LIMIT
 from ..types import Turn
 from .bank import VOCABULARIES, Vocabulary, bank_chunks, fill_chunks, timed
@@ -97,10 +99,8 @@ def run_bank(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace)
     search_ms = timed(lambda q: mem.search(q, user_id=user, k=args.k), queries)
     embed_ms = timed(lambda q: embedder.embed([q]), queries)
     query_vecs = embedder.embed(queries)
-    units = index._units_at(np.arange(len(index)))
     top = mem.config.candidates
-    raw, raw_name = _raw_faiss(units, len(index) > EXACT_LIMIT)
-    del units
+    raw, raw_name = _raw_faiss(index._units_at, len(index), len(index) > EXACT_LIMIT)
     faiss_ms = timed(lambda v: raw.search(v[None, :], top), query_vecs)
     agreement = exact_agreement(mem, user, queries[:100], top)
     first_ms, cached_ms, reflect_ms = _after_sessions(mem, vocab, user, queries, args)
@@ -134,24 +134,23 @@ def run_bank(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace)
               f"{a95:.1f} ms, a cached search {c50:.1f} ms: {a50 - c50:+.1f} ms")
 
 
-def _raw_faiss(units: np.ndarray, approximate: bool) -> tuple[Any, str]:
-    """Raw faiss over the bank's unit vectors with the index rmm uses on such a bank: the
-    same IVF (8-bit codes, nlist, nprobe, training sample) on large ones, else a flat scan."""
+def _raw_faiss(units_at: Callable[[np.ndarray], np.ndarray], n: int, approximate: bool
+               ) -> tuple[Any, str]:
+    """Raw faiss over the bank's unit vectors (`units_at(positions)`, added a block at a
+    time) with the index rmm uses on such a bank: the same IVF (8-bit codes, nlist, nprobe,
+    training sample) on large ones, else a flat scan."""
     import faiss
 
-    n, dim = units.shape
-    if not approximate:
-        flat = faiss.IndexFlatIP(dim)
-        flat.add(units)
-        return flat, "IndexFlatIP, same vectors"
-    nlist = int(np.clip(4 * np.sqrt(n), 16, 8192))
-    ivf = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
-                                        faiss.ScalarQuantizer.QT_8bit,
-                                        faiss.METRIC_INNER_PRODUCT)
-    ivf.train(units[np.linspace(0, n - 1, min(n, 40 * nlist)).astype(np.int64)])
-    ivf.add(units)
-    ivf.nprobe = max(8, nlist // 20)
-    return ivf, f"IVF-SQ8 nlist {nlist} nprobe {ivf.nprobe}"
+    sample = units_at(evenly(n, 40 * nlist_for(n)))
+    if approximate:
+        index = ivf_index(sample.shape[1], nlist_for(n))
+        index.train(sample)
+        name = f"IVF-SQ8 nlist {index.nlist} nprobe {index.nprobe}"
+    else:
+        index, name = faiss.IndexFlatIP(sample.shape[1]), "IndexFlatIP, same vectors"
+    for start in range(0, n, BLOCK):
+        index.add(units_at(np.arange(start, min(n, start + BLOCK))))
+    return index, name
 
 
 def _after_sessions(mem: ReflectiveMemory, vocab: Vocabulary, user: str, queries: list[str],

@@ -225,7 +225,7 @@ class UserIndex:
                   lexicon, max(data.seqs, default=0), len(data.owner))
         before = trained._chain.ann if trained is not None else None
         if before is not None and before.index.d == dim and n > EXACT_LIMIT:
-            chain.ann = Ann(self._units_at(np.arange(n)), slots, before)
+            chain.ann = Ann(self._units_at, slots, before)
         chain.head = self
 
     def _set(self, chain: Chain, generation: int, ids: list[str], metadata: list[dict],
@@ -343,10 +343,13 @@ class UserIndex:
     # signals -----------------------------------------------------------------------------
     def lexical_scores(self, query: str) -> np.ndarray:
         """BM25 score of every memory for the query's content words."""
+        return self._lexical_by_slot(query)[self._slot]
+
+    def _lexical_by_slot(self, query: str) -> np.ndarray:
         tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
         if not self.ids or not tokens:
-            return np.zeros(len(self.ids), dtype=np.float32)
-        return self._lexicon.scores(tokens)[self._slot]
+            return np.zeros(len(self._position), dtype=np.float32)
+        return self._lexicon.scores(tokens)
 
     def _units_at(self, positions: np.ndarray) -> np.ndarray:
         """The own vectors of the memories at `positions` (zeros for one without vectors)."""
@@ -375,8 +378,8 @@ class UserIndex:
         start = self._row_start[slot]
         return self._rows[start:start + self._row_count[slot]]
 
-    def assistant_only(self, weights: FusionWeights) -> np.ndarray:
-        """Per memory: 1.0 when `weights` count its speakers as the assistant alone, else 0.0
+    def _assistant_flags(self, weights: FusionWeights) -> np.ndarray:
+        """Per slot: 1.0 when `weights` count its speakers as the assistant alone, else 0.0
         (kept for the last speaker names asked)."""
         chain, names = self._chain, weights.assistant_speakers
         with chain.lock:
@@ -389,7 +392,7 @@ class UserIndex:
                         chain.speakers[len(flags):len(self._position)]]
                 flags = np.concatenate([flags, np.asarray(more, dtype=np.float32)])
                 chain.assistant = (names, flags)
-        return flags[self._slot]
+        return flags
 
     def _turn_rows(self, positions: np.ndarray) -> _TurnRows:
         slots = self._slot[positions]
@@ -456,7 +459,7 @@ class UserIndex:
         with chain.lock:
             ann = chain.ann
             if ann is None or ann.size_class != size_class(len(self)):
-                ann = Ann(self._units_at(np.arange(len(self))), self._slot, ann)
+                ann = Ann(self._units_at, self._slot, ann)
                 if chain.head is self:  # an older snapshot's stays its own
                     chain.ann = ann
         slots = ann.search(query, depth)
@@ -474,63 +477,101 @@ class UserIndex:
         Banks of up to EXACT_LIMIT memories (or any bank with `exact=True`, or a subset of
         up to EXACT_LIMIT) are scored exhaustively. Larger ones score a shortlist: the IVF
         index's nearest DEPTH memories and BM25's best LEXICAL_DEPTH, with the dense signal's
-        spread estimated from a sample. Signals are z-scored over the whole bank.
+        spread estimated from a sample; nothing there costs a pass over the whole bank but
+        BM25's posting lists. Signals are z-scored over the whole bank.
         """
         n = len(self.ids)
         if not n or (subset is not None and not len(subset)):
             return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
-        lexical = self.lexical_scores(query_text)
         sample, sample_units, sample_turns = self._sampled()
         sample_unit = sample_units @ query_vec
         exhaustive = ((n <= EXACT_LIMIT if exact is None else exact)
                       or n <= 2 * (DEPTH + LEXICAL_DEPTH)
                       or (subset is not None and len(subset) <= EXACT_LIMIT))
-        if exhaustive:
-            unit = self.unit_scores(query_vec)
-            unit_stats = _stats(unit)
-            shortlist = np.arange(n) if subset is None else subset
-        else:
-            unit_stats = _stats(sample_unit)
-            listed = np.zeros(n, dtype=bool)
-            listed[self._near(query_vec, DEPTH)] = True
-            listed[np.argpartition(lexical, n - LEXICAL_DEPTH)[n - LEXICAL_DEPTH:]] = True
-            if subset is not None:
-                listed &= _mask(n, subset)
-            shortlist = np.flatnonzero(listed)
-            unit = np.zeros(n, dtype=np.float32)  # filled below for the shortlist and pool
-            unit[shortlist] = self._units_at(shortlist) @ query_vec
-            if not len(shortlist):
-                return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
-        assistant = (self.assistant_only(weights) if weights.assistant
-                     else np.zeros(n, dtype=np.float32))
+        signals = (self._everywhere(query_text, query_vec, subset) if exhaustive else
+                   self._shortlisted(query_text, query_vec, subset, _stats(sample_unit)))
+        if not len(signals.positions):
+            return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
+        flags = (self._assistant_flags(weights) if weights.assistant
+                 else np.zeros(len(self._position), dtype=np.float32))
+
+        def assistant(at: np.ndarray) -> np.ndarray:
+            return flags[self._slot[at]]
+
         turn_sample = sample_turns.best(query_vec, sample_unit)
-        scale = Scale(_stats(lexical), unit_stats, _stats(turn_sample))
-        if len(shortlist) <= POOL:
-            pool = shortlist
-        else:  # score turns and neighbours only for the best by the cheap signals
-            cheap = (scale.cheap(weights, lexical[shortlist], unit[shortlist])
-                     - weights.assistant * assistant[shortlist])
-            best = shortlist[np.argpartition(-cheap, POOL)[:POOL]]
-            pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
-            pool = pool[pool >= 0]
-            if subset is not None:  # a neighbour outside the filter is not a candidate
-                pool = pool[_mask(n, subset)[pool]]
-            if not exhaustive:
-                added = pool[~listed[pool]]  # neighbours outside the shortlist
-                unit[added] = self._units_at(added) @ query_vec
+        scale = Scale(signals.lexical_stats, signals.unit_stats, _stats(turn_sample))
+        pool = self._pool(signals, scale, weights, assistant, subset)
+        unit = signals.unit_at(pool)
         everyone = n <= Z_SAMPLE  # else estimate the turn signal's spread from the sample
-        turn = turn_sample[pool] if everyone else self.turn_scores(query_vec, pool, unit[pool])
-        fused, spread = scale.fuse(weights, lexical[pool], unit[pool], turn, assistant[pool],
-                                   (pool, self._prev, self._next))
+        turn = turn_sample[pool] if everyone else self.turn_scores(query_vec, pool, unit)
+        fused, spread = scale.fuse(weights, signals.lexical_at(pool), unit, turn,
+                                   assistant(pool), (pool, self._prev, self._next))
         order = np.argsort(-fused, kind="stable")[:top]
         return Candidates(pool[order], fused[order], replace(scale, fused=spread))
 
+    def _everywhere(self, query_text: str, query_vec: np.ndarray,
+                    subset: np.ndarray | None) -> _Signals:
+        """Every memory's signals (those of `subset` to rank)."""
+        lexical, unit = self.lexical_scores(query_text), self.unit_scores(query_vec)
+        positions = np.arange(len(self.ids)) if subset is None else subset
+        return _Signals(positions, _stats(lexical), _stats(unit), lexical.__getitem__,
+                        unit.__getitem__)
 
-def _mask(n: int, positions: np.ndarray) -> np.ndarray:
-    out = np.zeros(n, dtype=bool)
-    out[positions] = True
-    return out
+    def _shortlisted(self, query_text: str, query_vec: np.ndarray, subset: np.ndarray | None,
+                     unit_stats: tuple[float, float]) -> _Signals:
+        """The approximate index's nearest memories and BM25's best, with BM25's exact scale
+        over the bank (from the memories it scores at all) and the dense one given."""
+        by_slot = self._lexical_by_slot(query_text)
+        hit = np.flatnonzero(by_slot)
+        values = by_slot[hit].astype(np.float64)
+        n = len(self.ids)
+        mean = float(values.sum()) / n
+        spread = math.sqrt(max(float(np.square(values).sum()) / n - mean * mean, 0.0)) or 1.0
+        if len(hit) > LEXICAL_DEPTH:
+            hit = hit[np.argpartition(-values, LEXICAL_DEPTH)[:LEXICAL_DEPTH]]
+        positions = np.union1d(self._near(query_vec, DEPTH), self._position[hit])
+        if subset is not None:
+            positions = positions[_within(subset, positions)]
+        return _Signals(positions, (mean, spread), unit_stats,
+                        lambda at: by_slot[self._slot[at]],
+                        lambda at: self._units_at(at) @ query_vec)
 
+    def _pool(self, signals: _Signals, scale: Scale, weights: FusionWeights,
+              assistant: Callable[[np.ndarray], np.ndarray],
+              subset: np.ndarray | None) -> np.ndarray:
+        """The sorted positions scored in full (turns, neighbours): all listed ones, or on a
+        long list the best POOL by the cheap signals and their session neighbours."""
+        listed = signals.positions
+        if len(listed) <= POOL:
+            return listed
+        cheap = (scale.cheap(weights, signals.lexical_at(listed), signals.unit_at(listed))
+                 - weights.assistant * assistant(listed))
+        best = listed[np.argpartition(-cheap, POOL)[:POOL]]
+        pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
+        pool = pool[pool >= 0]
+        if subset is not None:  # a neighbour outside the filter is not a candidate
+            pool = pool[_within(subset, pool)]
+        return pool
+
+
+@dataclass(slots=True)
+class _Signals:
+    """A query's lexical and dense signals: their scale over the bank, their values at any
+    positions, and the sorted positions to rank."""
+
+    positions: np.ndarray
+    lexical_stats: tuple[float, float]
+    unit_stats: tuple[float, float]
+    lexical_at: Callable[[np.ndarray], np.ndarray]
+    unit_at: Callable[[np.ndarray], np.ndarray]
+
+
+def _within(sorted_positions: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Whether each of `positions` is among `sorted_positions`."""
+    if not len(sorted_positions):
+        return np.zeros(len(positions), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_positions, positions), len(sorted_positions) - 1)
+    return sorted_positions[at] == positions
 
 
 def _stats(values: np.ndarray) -> tuple[float, float]:
