@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -75,3 +76,37 @@ def _buffer_of(vectors: np.ndarray) -> np.ndarray:
             and base.shape[1] == vectors.shape[1] and vectors.ctypes.data == base.ctypes.data):
         return base
     return grown(np.zeros((0, vectors.shape[1]), dtype=np.float32), 0, vectors)
+
+
+@dataclass(slots=True)
+class TurnRows:
+    """The turn vectors of some memories, stacked; `offsets` into them for those that have any."""
+
+    matrix: np.ndarray
+    offsets: np.ndarray
+    has: np.ndarray
+
+    def best(self, query: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+        out = np.asarray(fallback, dtype=np.float32).copy()
+        if len(self.matrix):
+            out[self.has] = np.maximum.reduceat(self.matrix @ query, self.offsets)
+        return out
+
+
+@dataclass(slots=True)
+class Rows:
+    """Vector rows of some memories, each with the index of its memory among them."""
+
+    matrix: np.ndarray
+    owner: np.ndarray
+
+
+def neighbours(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Position of the previous and next memory of the same session (-1 when none)."""
+    n = len(codes)
+    prev = np.full(n, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    idx = np.flatnonzero(codes[1:] == codes[:-1]) + 1
+    prev[idx] = idx - 1
+    nxt[idx - 1] = idx
+    return prev, nxt
