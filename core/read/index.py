@@ -16,6 +16,7 @@ from .bm25 import bm25_index as bm25_index  # imported from here by the tools
 from .fusion import Candidates, FusionWeights, Scale, stats
 from .listing import Listing
 from .slots import Chain, Rows, TurnRows, neighbours
+from .threads import one_blas_thread
 from .tokens import english_stemmer as english_stemmer  # and by the front door
 from .tokens import tokenize
 
@@ -306,9 +307,15 @@ class UserIndex:
         spread estimated from a sample; nothing there costs a pass over the whole bank but
         BM25's posting lists. Signals are z-scored over the whole bank.
         """
-        n = len(self.ids)
-        if not n or (subset is not None and not len(subset)):
+        if not self.ids or (subset is not None and not len(subset)):
             return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
+        with one_blas_thread():
+            return self._ranked(query_text, query_vec, top, weights, exact, subset)
+
+    def _ranked(self, query_text: str, query_vec: np.ndarray, top: int,
+                weights: FusionWeights, exact: bool | None,
+                subset: np.ndarray | None) -> Candidates:
+        n = len(self.ids)
         sample, sample_units, sample_turns = self._sampled()
         sample_unit = sample_units @ query_vec
         exhaustive = ((n <= EXACT_LIMIT if exact is None else exact)
