@@ -315,6 +315,7 @@ class UserIndex:
     def _ranked(self, query_text: str, query_vec: np.ndarray, top: int,
                 weights: FusionWeights, exact: bool | None,
                 subset: np.ndarray | None) -> Candidates:
+        """`search` on a bank that has memories to rank."""
         n = len(self.ids)
         sample, sample_units, sample_turns = self._sampled()
         sample_unit = sample_units @ query_vec
@@ -325,11 +326,11 @@ class UserIndex:
                    self._shortlisted(query_text, query_vec, subset, stats(sample_unit)))
         if not len(signals.positions):
             return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
-        flags = (self._assistant_flags(weights) if weights.assistant
-                 else np.zeros(len(self._position), dtype=np.float32))
+        flags = self._assistant_flags(weights) if weights.assistant else None
 
         def assistant(at: np.ndarray) -> np.ndarray:
-            return flags[self._slot[at]]
+            return flags[self._slot[at]] if flags is not None else \
+                np.zeros(len(at), dtype=np.float32)
 
         turn_sample = sample_turns.best(query_vec, sample_unit)
         scale = Scale(signals.lexical_stats, signals.unit_stats, stats(turn_sample))
@@ -365,9 +366,17 @@ class UserIndex:
         positions = np.union1d(self._near(query_vec, DEPTH), self._position[hit])
         if subset is not None:
             positions = positions[_within(subset, positions)]
+        listed_unit = self._units_at(positions) @ query_vec
+
+        def unit_at(at: np.ndarray) -> np.ndarray:  # the listed ones' kept, others' computed
+            found = _within(positions, at)
+            out = np.empty(len(at), dtype=np.float32)
+            out[found] = listed_unit[np.searchsorted(positions, at[found])]
+            out[~found] = self._units_at(at[~found]) @ query_vec
+            return out
+
         return _Signals(positions, (mean, spread), unit_stats,
-                        lambda at: by_slot[self._slot[at]],
-                        lambda at: self._units_at(at) @ query_vec)
+                        lambda at: by_slot[self._slot[at]], unit_at)
 
     def _pool(self, signals: _Signals, scale: Scale, weights: FusionWeights,
               assistant: Callable[[np.ndarray], np.ndarray],
