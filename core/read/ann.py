@@ -28,14 +28,13 @@ class Ann:
         import faiss
 
         n = len(slots)
-        sample = units_at(evenly(n, 40 * nlist_for(n)))
-        dim = sample.shape[1]
         self.size_class = size_class(n)
         if trained is not None and trained.size_class == self.size_class:
             ivf = faiss.clone_index(trained.index)
             ivf.reset()
         else:
-            ivf = ivf_index(dim, nlist_for(n))
+            sample = units_at(evenly(n, 40 * nlist_for(n)))
+            ivf = ivf_index(sample.shape[1], nlist_for(n))
             ivf.train(sample)
             Ann.trainings += 1
         for start in range(0, n, BLOCK):
