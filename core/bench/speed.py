@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="2-turn sessions ended, each followed by a timed first search")
     parser.add_argument("--vocab", choices=sorted(VOCABULARIES), default="zipf",
                         help="the bank's words: zipf = several thousand real words drawn "
-                             "Zipf-like (default); small = the 70 words of earlier benches")
+                             "Zipf-like (default); small = the 73 words of earlier benches")
     parser.add_argument("--db", default=None, help="store (default: a temporary SQLite file)")
     parser.add_argument("--users", type=int, default=None, metavar="N",
                         help="instead: N users of --memories memories each in one process, "
