@@ -35,8 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--users", type=int, default=None, metavar="N",
                         help="instead: N users of --memories memories each in one process, "
                              "each searched cold (index built) then warm, within --cache-bytes")
-    parser.add_argument("--cache-bytes", type=float, default=2**30,
-                        help="the memory's cache_bytes (default 1 GiB)")
+    parser.add_argument("--cache-bytes", type=float, default=None,
+                        help="the memory's cache_bytes (default 1 GiB; for one bank at least "
+                             "64 GiB, so that its index stays cached however large it is)")
+    parser.add_argument("--keep-bank", action="store_true",
+                        help="with --db: search the bank of --memories memories an earlier "
+                             "run wrote there instead of writing it again")
     parser.add_argument("--ingest-sessions", type=int, default=None, metavar="N",
                         help="instead: the time to reflect N 3-turn sessions into an empty "
                              "bank against N more into a bank of --memories memories")
@@ -72,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
               else run_bank)
     with tempfile.TemporaryDirectory() as tmp:
         target = args.db or str(Path(tmp) / "speed.sqlite")
+        if args.cache_bytes is None:  # one bank: a search must not evict its own index
+            args.cache_bytes = 2**30 if runner is not run_bank else 2**36
         mem = ReflectiveMemory.open(target, embedder=embedder, progress=False,
                                     cache_bytes=int(args.cache_bytes))
         try:
@@ -87,9 +93,12 @@ def run_bank(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace)
     embedder = mem.embedder
     queries = vocab.queries(args.queries)
     user = f"speed-{args.memories}"
-    mem.forget(user_id=user)
     t0 = time.perf_counter()
-    fill_chunks(mem, user, bank_chunks(args.memories, vocab, turns=args.turns))
+    kept = args.keep_bank and args.db and \
+        mem.store.counts(user).get("memories") == args.memories
+    if not kept:
+        mem.forget(user_id=user)
+        fill_chunks(mem, user, bank_chunks(args.memories, vocab, turns=args.turns))
     write_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     mem.search(queries[0], user_id=user, k=args.k)  # loads and indexes the bank
@@ -111,7 +120,8 @@ def run_bank(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace)
     mode = "exhaustive" if args.memories <= EXACT_LIMIT else "IVF shortlist"
     print(f"bank: {args.memories} memories x {1 + args.turns} vectors, dim {embedder.dim}, "
           f"{len(vocab.words)}-word {args.vocab} vocabulary "
-          f"({mode}); write {write_s:.1f} s, load + index {build_s:.1f} s; "
+          f"({mode}); {'kept from an earlier run' if kept else f'write {write_s:.1f} s'}, "
+          f"load + index {build_s:.1f} s; "
           f"{args.queries} queries, k={args.k}")
     print(f"RSS after load + index: {rss:.0f} MiB (peak so far {peak:.0f} MiB); index "
           f"{index.nbytes / 2**20:.0f} MiB by its own count")
