@@ -135,7 +135,7 @@ def run_bank(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace)
     print(f"ratio (p50): rmm end to end / (embedding + raw faiss) {s50 / raw_e2e:.2f}x; "
           f"rmm retrieval / raw faiss {r50 / f50:.2f}x")
     print(f"top-{top} candidates shared with exhaustive scoring: {100 * agreement:.1f}% "
-          f"(100 queries)")
+          f"({len(queries[:100])} queries)")
     if first_ms:
         a50, a95 = np.percentile(first_ms, [50, 95])
         c50 = float(np.median(cached_ms))
