@@ -80,7 +80,7 @@ def zipf_vocabulary(embedder: Embedder, size: int = VOCAB_SIZE) -> Vocabulary:
 
 
 def small_vocabulary(embedder: Embedder) -> Vocabulary:
-    """The 70 words of earlier benches, drawn uniformly (each in ~1/6 of all memories)."""
+    """The 73 words of earlier benches, drawn uniformly (each in ~1/6 of all memories)."""
     return Vocabulary(np.asarray(WORDS), embedder.embed(WORDS),
                       np.full(len(WORDS), 1 / len(WORDS)))
 

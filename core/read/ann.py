@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+BLOCK = 65_536
+"""Unit vectors added to an index at a time."""
 
 
 class Ann:
@@ -16,24 +21,25 @@ class Ann:
 
     trainings = 0
 
-    def __init__(self, units: np.ndarray, slots: np.ndarray,
+    def __init__(self, units_at: Callable[[np.ndarray], np.ndarray], slots: np.ndarray,
                  trained: Ann | None = None) -> None:
+        """The index of the memories in `slots`, whose unit vectors `units_at(positions)`
+        gives (read a block at a time, so that they are never copied whole)."""
         import faiss
 
-        n, dim = units.shape
+        n = len(slots)
         self.size_class = size_class(n)
         if trained is not None and trained.size_class == self.size_class:
             ivf = faiss.clone_index(trained.index)
             ivf.reset()
         else:
-            nlist = int(np.clip(4 * np.sqrt(n), 16, 8192))
-            ivf = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
-                                                faiss.ScalarQuantizer.QT_8bit,
-                                                faiss.METRIC_INNER_PRODUCT)
-            ivf.train(units[evenly(n, 40 * nlist)])
-            ivf.nprobe = max(8, nlist // 20)
+            sample = units_at(evenly(n, 40 * nlist_for(n)))
+            ivf = ivf_index(sample.shape[1], nlist_for(n))
+            ivf.train(sample)
             Ann.trainings += 1
-        ivf.add_with_ids(units, slots)
+        for start in range(0, n, BLOCK):
+            ivf.add_with_ids(units_at(np.arange(start, min(n, start + BLOCK))),
+                             slots[start:start + BLOCK])
         self.index = ivf
         self.lock = threading.Lock()
 
@@ -55,6 +61,23 @@ class Ann:
     def nbytes(self) -> int:
         ivf = self.index
         return ivf.ntotal * (ivf.code_size + 8) + ivf.nlist * ivf.d * 4
+
+
+def nlist_for(n: int) -> int:
+    """IVF lists for a bank of `n` memories: 4 sqrt(n), within [16, 8192]."""
+    return int(np.clip(4 * np.sqrt(n), 16, 8192))
+
+
+def ivf_index(dim: int, nlist: int) -> Any:
+    """An untrained IVF index with 8-bit codes over inner products, searching nprobe =
+    max(8, nlist / 20) lists."""
+    import faiss
+
+    ivf = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
+                                        faiss.ScalarQuantizer.QT_8bit,
+                                        faiss.METRIC_INNER_PRODUCT)
+    ivf.nprobe = max(8, nlist // 20)
+    return ivf
 
 
 def size_class(n: int) -> int:

@@ -7,11 +7,13 @@ statistics into its matrix when it indexes, so it cannot take a document without
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -205,3 +207,54 @@ class _Frequencies(Mapping):
 
     def __len__(self) -> int:
         return int(np.count_nonzero(self._df))
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """What BM25 knows of a corpus: documents, their mean length in tokens, and how many
+    documents hold each token (bm25s keeps no such figures for texts it did not index)."""
+
+    n: int
+    mean_length: float
+    freqs: Mapping[str, int]
+
+    @classmethod
+    def of(cls, docs: list[list[str]] | list[Counter]) -> Corpus:
+        freqs = Counter(token for doc in docs for token in set(doc))
+        lengths = [d.total() if isinstance(d, Counter) else len(d) for d in docs]
+        return cls(len(docs), sum(lengths) / max(len(docs), 1), freqs)
+
+    def scores(self, query: list[str], docs: list[Counter], k1: float = 1.5,
+               b: float = 0.75) -> np.ndarray:
+        """BM25 (the Lucene variant, bm25s's default and parameters) of texts outside the
+        corpus (each as its token counts), as if they were in it: the corpus's document
+        frequencies and mean length."""
+        out = np.zeros(len(docs), dtype=np.float32)
+        length = max(self.mean_length, 1.0)
+        idf = {t: math.log(1 + (self.n - self.freqs[t] + 0.5) / (self.freqs[t] + 0.5))
+               for t in set(query)}
+        for i, counts in enumerate(docs):
+            norm = k1 * (1 - b + b * counts.total() / length)
+            out[i] = sum(w * counts[t] / (counts[t] + norm) for t, w in idf.items()
+                         if t in counts)
+        return out
+
+
+def quiet_bm25s() -> None:
+    """Undo bm25s's `setLevel(DEBUG)` on its own logger at import, so that it follows the
+    application's logging configuration like every other library's."""
+    logger = logging.getLogger("bm25s")
+    if logger.level == logging.DEBUG:
+        logger.setLevel(logging.NOTSET)
+
+
+def bm25_index(corpus: list[list[str]]) -> Any:
+    """A bm25s index of tokenised texts, or None when no text has a term (bm25s needs one)."""
+    if not any(corpus):
+        return None
+    import bm25s
+
+    quiet_bm25s()
+    index = bm25s.BM25()
+    index.index(corpus, show_progress=False)
+    return index

@@ -1,27 +1,23 @@
-"""A user's search index: bm25s over keys, unit and turn vectors, fused into one ranking.
-
-Fusion (measured on the LoCoMo dev conversations, see README): each signal is z-normalised
-over the user's memories, then summed with weights — BM25 over the stemmed key, cosine to
-the memory's own vector (row 0), and the best cosine among its turns' vectors (rows 1..).
-A memory's score then borrows a little from its neighbours in the same session, since a
-topic often spills over a segment boundary.
-"""
+"""A user's search index: BM25 over keys, unit and turn vectors (row 0 of a memory is its
+own, rows 1.. its turns'), fused into one ranking (`fusion`)."""
 
 from __future__ import annotations
 
-import logging
 import math
-from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
 from ..storage.base import IndexData, IndexDelta
 from .ann import Ann, evenly, size_class
-from .bm25 import Lexicon
-from .slots import Chain
+from .bm25 import Corpus, Lexicon
+from .bm25 import bm25_index as bm25_index  # imported from here by the tools
+from .fusion import Candidates, FusionWeights, Scale, stats
+from .listing import Listing
+from .slots import Chain, Rows, TurnRows, neighbours
+from .threads import one_blas_thread
+from .tokens import english_stemmer as english_stemmer  # and by the front door
 from .tokens import tokenize
 
 QUESTION_WORDS = frozenset(
@@ -43,158 +39,6 @@ LEXICAL_DEPTH = 2000
 
 EXACT_LIMIT = 20_000
 """Banks up to this size are scored exhaustively; larger ones through an IVF shortlist."""
-
-
-def english_stemmer() -> Callable | None:
-    """PyStemmer's English stemmer when installed (extra `stem`), else no stemming."""
-    try:
-        import Stemmer
-    except ImportError:
-        return None
-    return Stemmer.Stemmer("english").stemWords
-
-
-def quiet_bm25s() -> None:
-    """Undo bm25s's `setLevel(DEBUG)` on its own logger at import, so that it follows the
-    application's logging configuration like every other library's."""
-    logger = logging.getLogger("bm25s")
-    if logger.level == logging.DEBUG:
-        logger.setLevel(logging.NOTSET)
-
-
-def bm25_index(corpus: list[list[str]]) -> Any:
-    """A bm25s index of tokenised texts, or None when no text has a term (bm25s needs one)."""
-    if not any(corpus):
-        return None
-    import bm25s
-
-    quiet_bm25s()
-    index = bm25s.BM25()
-    index.index(corpus, show_progress=False)
-    return index
-
-
-@dataclass(frozen=True, slots=True)
-class FusionWeights:
-    """How the signals combine; the defaults are the measured best (README, benchmarks)."""
-
-    lexical: float = 1.0
-    dense: float = 1.0
-    turn: float = 0.5
-    smoothing: float = 0.25
-    assistant: float = 1.0
-    """Subtracted from memories that only `assistant_speakers` wrote."""
-    assistant_speakers: frozenset[str] = frozenset({"assistant"})
-    """Speaker names (case-folded) of the assistant side of a chat."""
-
-    def by_assistant(self, speakers: list[str]) -> bool:
-        """Whether text of these speakers is the assistant's alone (gets the `assistant`
-        penalty)."""
-        return bool(speakers) and all(s.casefold() in self.assistant_speakers for s in speakers)
-
-
-@dataclass(slots=True)
-class _TurnRows:
-    """The turn vectors of some memories, stacked; `offsets` into them for those that have any."""
-
-    matrix: np.ndarray
-    offsets: np.ndarray
-    has: np.ndarray
-
-    def best(self, query: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-        out = np.asarray(fallback, dtype=np.float32).copy()
-        if len(self.matrix):
-            out[self.has] = np.maximum.reduceat(self.matrix @ query, self.offsets)
-        return out
-
-
-@dataclass(slots=True)
-class _Rows:
-    """Vector rows of some memories, each with the index of its memory among them."""
-
-    matrix: np.ndarray
-    owner: np.ndarray
-
-
-@dataclass(frozen=True, slots=True)
-class Corpus:
-    """What BM25 knows of a corpus: documents, their mean length in tokens, and how many
-    documents hold each token (bm25s keeps no such figures for texts it did not index)."""
-
-    n: int
-    mean_length: float
-    freqs: Mapping[str, int]
-
-    @classmethod
-    def of(cls, docs: list[list[str]] | list[Counter]) -> Corpus:
-        freqs = Counter(token for doc in docs for token in set(doc))
-        lengths = [d.total() if isinstance(d, Counter) else len(d) for d in docs]
-        return cls(len(docs), sum(lengths) / max(len(docs), 1), freqs)
-
-    def scores(self, query: list[str], docs: list[Counter], k1: float = 1.5,
-               b: float = 0.75) -> np.ndarray:
-        """BM25 (the Lucene variant, bm25s's default and parameters) of texts outside the
-        corpus (each as its token counts), as if they were in it: the corpus's document
-        frequencies and mean length."""
-        out = np.zeros(len(docs), dtype=np.float32)
-        length = max(self.mean_length, 1.0)
-        idf = {t: math.log(1 + (self.n - self.freqs[t] + 0.5) / (self.freqs[t] + 0.5))
-               for t in set(query)}
-        for i, counts in enumerate(docs):
-            norm = k1 * (1 - b + b * counts.total() / length)
-            out[i] = sum(w * counts[t] / (counts[t] + norm) for t, w in idf.items()
-                         if t in counts)
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Scale:
-    """Mean and spread of each signal over the bank, as one search z-scored them: items
-    scored outside the index (provisional turns) are put on the same scale with it."""
-
-    lexical: tuple[float, float] | None
-    """None: the items' own (their lexical score is not on the bank's scale)."""
-    unit: tuple[float, float]
-    turn: tuple[float, float]
-    fused: float | None = None
-    """Spread of the fused scores (None: that of the items fused)."""
-
-    @classmethod
-    def of(cls, lexical: np.ndarray, unit: np.ndarray, turn: np.ndarray | None = None
-           ) -> Scale:
-        """The scale of the signals given (a sample of the bank, or items with no bank to
-        compare with: their own); `turn` None: the unit signal is the turn signal too."""
-        return cls(_stats(lexical), _stats(unit), _stats(unit if turn is None else turn))
-
-    def cheap(self, weights: FusionWeights, lexical: np.ndarray, unit: np.ndarray
-              ) -> np.ndarray:
-        """The lexical and dense part of the fused score: what a shortlist is cut by before
-        turns and neighbours are scored."""
-        return (weights.lexical * _scaled(lexical, self.lexical or _stats(lexical))
-                + weights.dense * _scaled(unit, self.unit))
-
-    def fuse(self, weights: FusionWeights, lexical: np.ndarray, unit: np.ndarray,
-             turn: np.ndarray, assistant: np.ndarray,
-             links: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-             ) -> tuple[np.ndarray, float]:
-        """The fused scores of a pool of items and the spread the assistant prior used:
-        signals z-scored on this scale, each item's same-session neighbours smoothed in when
-        `links` = (sorted pool positions, previous and next position of each, -1 for none)
-        is given, items only the assistant wrote lowered by `assistant` spreads."""
-        fused = self.cheap(weights, lexical, unit) + weights.turn * _scaled(turn, self.turn)
-        if links is not None and weights.smoothing:
-            fused = _smooth(fused, *links, weights.smoothing)
-        spread = self.fused if self.fused is not None else _stats(fused)[1]
-        return fused - weights.assistant * spread * assistant, spread
-
-
-@dataclass(slots=True)
-class Candidates:
-    """Scored candidates: positions into the index's ids, best first, and their scores."""
-
-    positions: np.ndarray
-    fused: np.ndarray
-    scale: Scale | None = None
 
 
 PER_MEMORY_BYTES = 400
@@ -220,31 +64,31 @@ class UserIndex:
         slots = chain.append(data, 0, 0)
         lexicon = Lexicon.build(tokenize(data.keys, stemmer))
         position = np.arange(n, dtype=np.int64)
-        self._set(chain, data.generation, list(data.ids), list(data.metadata) or
-                  [{} for _ in data.ids], slots, position, chain.codes(data.sessions, slots),
-                  lexicon, max(data.seqs, default=0), len(data.owner))
+        listing = Listing(list(data.ids), list(data.metadata) or [{} for _ in data.ids],
+                          slots, chain.codes(data.sessions, slots))
+        self._set(chain, data.generation, listing, position, lexicon,
+                  max(data.seqs, default=0), len(data.owner))
         before = trained._chain.ann if trained is not None else None
         if before is not None and before.index.d == dim and n > EXACT_LIMIT:
-            chain.ann = Ann(self._units_at(np.arange(n)), slots, before)
+            chain.ann = Ann(self._units_at, slots, before)
         chain.head = self
 
-    def _set(self, chain: Chain, generation: int, ids: list[str], metadata: list[dict],
-             slot: np.ndarray, position: np.ndarray, codes: np.ndarray, lexicon: Lexicon,
-             last_seq: int, n_rows: int) -> None:
+    def _set(self, chain: Chain, generation: int, listing: Listing, position: np.ndarray,
+             lexicon: Lexicon, last_seq: int, n_rows: int) -> None:
         self._chain = chain
         self.generation = generation
-        self.ids = ids
-        self.metadata = metadata
-        self._slot = slot          # slot of each memory, in bank order
+        self.ids = listing.ids
+        self.metadata = listing.metadata
+        self._slot = listing.slot  # slot of each memory, in bank order
         self._position = position  # position of each slot (-1: dead)
-        self._codes = codes
+        self._codes = listing.codes
         self._lexicon = lexicon
         self.last_seq = last_seq
         self._n_rows = n_rows
         self._rows = chain.rows[:n_rows]
         self._row_start = chain.row_start[:len(position)]
         self._row_count = chain.row_count[:len(position)]
-        self._prev, self._next = _neighbours(codes)
+        self._prev, self._next = neighbours(listing.codes)
         self._sample = None
 
     def __len__(self) -> int:
@@ -304,32 +148,15 @@ class UserIndex:
             for mid in delta.removed:
                 chain.slot_of.pop(mid, None)
             codes = chain.codes(data.sessions, slots)
-            slot, ids, metadata = self._slot.copy(), self.ids, self.metadata
             meta = data.metadata if len(data.metadata) == len(data.ids) else \
                 [{} for _ in data.ids]
-            at = self._position[old[~fresh]]  # replaced in place
-            slot[at] = slots[~fresh]
-            all_codes = self._codes.copy()
-            all_codes[at] = codes[~fresh]
-            if len(at):
-                metadata = list(metadata)
-                for p, m in zip(at, (m for m, f in zip(meta, fresh) if not f)):
-                    metadata[p] = m
-            if len(gone):
-                keep = np.ones(len(self), dtype=bool)
-                keep[self._position[gone]] = False
-                slot, all_codes = slot[keep], all_codes[keep]
-                ids = [m for m, k in zip(ids, keep) if k]
-                metadata = [m for m, k in zip(metadata, keep) if k]
-            ids = ids + [m for m, f in zip(data.ids, fresh) if f]
-            metadata = metadata + [m for m, f in zip(meta, fresh) if f]
-            slot = np.concatenate([slot, slots[fresh]])
+            listing = Listing(self.ids, self.metadata, self._slot, self._codes).changed(
+                self._position, old, gone, data.ids, meta, slots, codes)
             position = np.full(n_slots, -1, dtype=np.int64)
-            position[slot] = np.arange(len(slot))
+            position[listing.slot] = np.arange(len(listing.slot))
             nxt = UserIndex.__new__(UserIndex)
             nxt.stemmer = self.stemmer
-            nxt._set(chain, data.generation, ids, metadata, slot, position,
-                     np.concatenate([all_codes, codes[fresh]]), lexicon,
+            nxt._set(chain, data.generation, listing, position, lexicon,
                      max(self.last_seq, max(data.seqs, default=0)),
                      self._n_rows + len(data.owner))
             if chain.ann is not None:
@@ -343,10 +170,13 @@ class UserIndex:
     # signals -----------------------------------------------------------------------------
     def lexical_scores(self, query: str) -> np.ndarray:
         """BM25 score of every memory for the query's content words."""
+        return self._lexical_by_slot(query)[self._slot]
+
+    def _lexical_by_slot(self, query: str) -> np.ndarray:
         tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
         if not self.ids or not tokens:
-            return np.zeros(len(self.ids), dtype=np.float32)
-        return self._lexicon.scores(tokens)[self._slot]
+            return np.zeros(len(self._position), dtype=np.float32)
+        return self._lexicon.scores(tokens)
 
     def _units_at(self, positions: np.ndarray) -> np.ndarray:
         """The own vectors of the memories at `positions` (zeros for one without vectors)."""
@@ -375,8 +205,8 @@ class UserIndex:
         start = self._row_start[slot]
         return self._rows[start:start + self._row_count[slot]]
 
-    def assistant_only(self, weights: FusionWeights) -> np.ndarray:
-        """Per memory: 1.0 when `weights` count its speakers as the assistant alone, else 0.0
+    def _assistant_flags(self, weights: FusionWeights) -> np.ndarray:
+        """Per slot: 1.0 when `weights` count its speakers as the assistant alone, else 0.0
         (kept for the last speaker names asked)."""
         chain, names = self._chain, weights.assistant_speakers
         with chain.lock:
@@ -389,9 +219,9 @@ class UserIndex:
                         chain.speakers[len(flags):len(self._position)]]
                 flags = np.concatenate([flags, np.asarray(more, dtype=np.float32)])
                 chain.assistant = (names, flags)
-        return flags[self._slot]
+        return flags
 
-    def _turn_rows(self, positions: np.ndarray) -> _TurnRows:
+    def _turn_rows(self, positions: np.ndarray) -> TurnRows:
         slots = self._slot[positions]
         starts, counts = self._row_start[slots] + 1, np.maximum(self._row_count[slots] - 1, 0)
         has = counts > 0
@@ -399,9 +229,9 @@ class UserIndex:
         offsets = np.cumsum(counts) - counts
         within = np.arange(int(counts.sum())) - np.repeat(offsets, counts)
         rows = np.repeat(starts, counts) + within
-        return _TurnRows(np.ascontiguousarray(self._rows[rows]), offsets, has)
+        return TurnRows(np.ascontiguousarray(self._rows[rows]), offsets, has)
 
-    def _sampled(self) -> tuple[np.ndarray, np.ndarray, _TurnRows]:
+    def _sampled(self) -> tuple[np.ndarray, np.ndarray, TurnRows]:
         """Z_SAMPLE memories spread over the bank, their unit vectors and turn rows (kept
         for large banks only: on a small one they are all its vectors, copied again)."""
         if self._sample is not None:
@@ -441,14 +271,14 @@ class UserIndex:
             out.setdefault(int(owners[row]), float(sims[row]))
         return out
 
-    def _rows_at(self, positions: np.ndarray) -> _Rows:
+    def _rows_at(self, positions: np.ndarray) -> Rows:
         """Every vector row of the memories at `positions`, with the index of its memory."""
         slots = self._slot[positions]
         counts = self._row_count[slots]
         offsets = np.cumsum(counts) - counts
         rows = np.repeat(self._row_start[slots], counts) + \
             (np.arange(int(counts.sum())) - np.repeat(offsets, counts))
-        return _Rows(self._rows[rows], np.repeat(np.arange(len(positions)), counts))
+        return Rows(self._rows[rows], np.repeat(np.arange(len(positions)), counts))
 
     def _near(self, query: np.ndarray, depth: int) -> np.ndarray:
         """Positions of the approximate index's nearest memories (sorted, unique)."""
@@ -456,7 +286,7 @@ class UserIndex:
         with chain.lock:
             ann = chain.ann
             if ann is None or ann.size_class != size_class(len(self)):
-                ann = Ann(self._units_at(np.arange(len(self))), self._slot, ann)
+                ann = Ann(self._units_at, self._slot, ann)
                 if chain.head is self:  # an older snapshot's stays its own
                     chain.ann = ann
         slots = ann.search(query, depth)
@@ -474,91 +304,113 @@ class UserIndex:
         Banks of up to EXACT_LIMIT memories (or any bank with `exact=True`, or a subset of
         up to EXACT_LIMIT) are scored exhaustively. Larger ones score a shortlist: the IVF
         index's nearest DEPTH memories and BM25's best LEXICAL_DEPTH, with the dense signal's
-        spread estimated from a sample. Signals are z-scored over the whole bank.
+        spread estimated from a sample; nothing there costs a pass over the whole bank but
+        BM25's posting lists. Signals are z-scored over the whole bank.
         """
-        n = len(self.ids)
-        if not n or (subset is not None and not len(subset)):
+        if not self.ids or (subset is not None and not len(subset)):
             return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
-        lexical = self.lexical_scores(query_text)
+        with one_blas_thread():
+            return self._ranked(query_text, query_vec, top, weights, exact, subset)
+
+    def _ranked(self, query_text: str, query_vec: np.ndarray, top: int,
+                weights: FusionWeights, exact: bool | None,
+                subset: np.ndarray | None) -> Candidates:
+        """`search` on a bank that has memories to rank."""
+        n = len(self.ids)
         sample, sample_units, sample_turns = self._sampled()
         sample_unit = sample_units @ query_vec
         exhaustive = ((n <= EXACT_LIMIT if exact is None else exact)
                       or n <= 2 * (DEPTH + LEXICAL_DEPTH)
                       or (subset is not None and len(subset) <= EXACT_LIMIT))
-        if exhaustive:
-            unit = self.unit_scores(query_vec)
-            unit_stats = _stats(unit)
-            shortlist = np.arange(n) if subset is None else subset
-        else:
-            unit_stats = _stats(sample_unit)
-            listed = np.zeros(n, dtype=bool)
-            listed[self._near(query_vec, DEPTH)] = True
-            listed[np.argpartition(lexical, n - LEXICAL_DEPTH)[n - LEXICAL_DEPTH:]] = True
-            if subset is not None:
-                listed &= _mask(n, subset)
-            shortlist = np.flatnonzero(listed)
-            unit = np.zeros(n, dtype=np.float32)  # filled below for the shortlist and pool
-            unit[shortlist] = self._units_at(shortlist) @ query_vec
-            if not len(shortlist):
-                return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
-        assistant = (self.assistant_only(weights) if weights.assistant
-                     else np.zeros(n, dtype=np.float32))
+        signals = (self._everywhere(query_text, query_vec, subset) if exhaustive else
+                   self._shortlisted(query_text, query_vec, subset, stats(sample_unit)))
+        if not len(signals.positions):
+            return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
+        flags = self._assistant_flags(weights) if weights.assistant else None
+
+        def assistant(at: np.ndarray) -> np.ndarray:
+            return flags[self._slot[at]] if flags is not None else \
+                np.zeros(len(at), dtype=np.float32)
+
         turn_sample = sample_turns.best(query_vec, sample_unit)
-        scale = Scale(_stats(lexical), unit_stats, _stats(turn_sample))
-        if len(shortlist) <= POOL:
-            pool = shortlist
-        else:  # score turns and neighbours only for the best by the cheap signals
-            cheap = (scale.cheap(weights, lexical[shortlist], unit[shortlist])
-                     - weights.assistant * assistant[shortlist])
-            best = shortlist[np.argpartition(-cheap, POOL)[:POOL]]
-            pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
-            pool = pool[pool >= 0]
-            if subset is not None:  # a neighbour outside the filter is not a candidate
-                pool = pool[_mask(n, subset)[pool]]
-            if not exhaustive:
-                added = pool[~listed[pool]]  # neighbours outside the shortlist
-                unit[added] = self._units_at(added) @ query_vec
+        scale = Scale(signals.lexical_stats, signals.unit_stats, stats(turn_sample))
+        pool = self._pool(signals, scale, weights, assistant, subset)
+        unit = signals.unit_at(pool)
         everyone = n <= Z_SAMPLE  # else estimate the turn signal's spread from the sample
-        turn = turn_sample[pool] if everyone else self.turn_scores(query_vec, pool, unit[pool])
-        fused, spread = scale.fuse(weights, lexical[pool], unit[pool], turn, assistant[pool],
-                                   (pool, self._prev, self._next))
+        turn = turn_sample[pool] if everyone else self.turn_scores(query_vec, pool, unit)
+        fused, spread = scale.fuse(weights, signals.lexical_at(pool), unit, turn,
+                                   assistant(pool), (pool, self._prev, self._next))
         order = np.argsort(-fused, kind="stable")[:top]
         return Candidates(pool[order], fused[order], replace(scale, fused=spread))
 
+    def _everywhere(self, query_text: str, query_vec: np.ndarray,
+                    subset: np.ndarray | None) -> _Signals:
+        """Every memory's signals (those of `subset` to rank)."""
+        lexical, unit = self.lexical_scores(query_text), self.unit_scores(query_vec)
+        positions = np.arange(len(self.ids)) if subset is None else subset
+        return _Signals(positions, stats(lexical), stats(unit), lexical.__getitem__,
+                        unit.__getitem__)
 
-def _mask(n: int, positions: np.ndarray) -> np.ndarray:
-    out = np.zeros(n, dtype=bool)
-    out[positions] = True
-    return out
+    def _shortlisted(self, query_text: str, query_vec: np.ndarray, subset: np.ndarray | None,
+                     unit_stats: tuple[float, float]) -> _Signals:
+        """The approximate index's nearest memories and BM25's best, with BM25's exact scale
+        over the bank (from the memories it scores at all) and the dense one given."""
+        by_slot = self._lexical_by_slot(query_text)
+        hit = np.flatnonzero(by_slot)
+        values = by_slot[hit].astype(np.float64)
+        n = len(self.ids)
+        mean = float(values.sum()) / n
+        spread = math.sqrt(max(float(np.square(values).sum()) / n - mean * mean, 0.0)) or 1.0
+        if len(hit) > LEXICAL_DEPTH:
+            hit = hit[np.argpartition(-values, LEXICAL_DEPTH)[:LEXICAL_DEPTH]]
+        positions = np.union1d(self._near(query_vec, DEPTH), self._position[hit])
+        if subset is not None:
+            positions = positions[_within(subset, positions)]
+        listed_unit = self._units_at(positions) @ query_vec
+
+        def unit_at(at: np.ndarray) -> np.ndarray:  # the listed ones' kept, others' computed
+            found = _within(positions, at)
+            out = np.empty(len(at), dtype=np.float32)
+            out[found] = listed_unit[np.searchsorted(positions, at[found])]
+            out[~found] = self._units_at(at[~found]) @ query_vec
+            return out
+
+        return _Signals(positions, (mean, spread), unit_stats,
+                        lambda at: by_slot[self._slot[at]], unit_at)
+
+    def _pool(self, signals: _Signals, scale: Scale, weights: FusionWeights,
+              assistant: Callable[[np.ndarray], np.ndarray],
+              subset: np.ndarray | None) -> np.ndarray:
+        """The sorted positions scored in full (turns, neighbours): all listed ones, or on a
+        long list the best POOL by the cheap signals and their session neighbours."""
+        listed = signals.positions
+        if len(listed) <= POOL:
+            return listed
+        cheap = (scale.cheap(weights, signals.lexical_at(listed), signals.unit_at(listed))
+                 - weights.assistant * assistant(listed))
+        best = listed[np.argpartition(-cheap, POOL)[:POOL]]
+        pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
+        pool = pool[pool >= 0]
+        if subset is not None:  # a neighbour outside the filter is not a candidate
+            pool = pool[_within(subset, pool)]
+        return pool
 
 
+@dataclass(slots=True)
+class _Signals:
+    """A query's lexical and dense signals: their scale over the bank, their values at any
+    positions, and the sorted positions to rank."""
 
-def _stats(values: np.ndarray) -> tuple[float, float]:
-    """Mean and spread for z-scores (spread 1 when the values are all equal)."""
-    return float(values.mean()), float(values.std()) or 1.0
-
-
-def _scaled(values: np.ndarray, stats: tuple[float, float]) -> np.ndarray:
-    return (values - stats[0]) / stats[1]
-
-
-def _neighbours(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Position of the previous and next memory of the same session (-1 when none)."""
-    n = len(codes)
-    prev = np.full(n, -1, dtype=np.int64)
-    nxt = np.full(n, -1, dtype=np.int64)
-    idx = np.flatnonzero(codes[1:] == codes[:-1]) + 1
-    prev[idx] = idx - 1
-    nxt[idx - 1] = idx
-    return prev, nxt
+    positions: np.ndarray
+    lexical_stats: tuple[float, float]
+    unit_stats: tuple[float, float]
+    lexical_at: Callable[[np.ndarray], np.ndarray]
+    unit_at: Callable[[np.ndarray], np.ndarray]
 
 
-def _smooth(scores: np.ndarray, pool: np.ndarray, prev: np.ndarray, nxt: np.ndarray,
-            weight: float) -> np.ndarray:
-    """scores[j] + weight * (score of j's previous + next memory); neighbours outside the
-    (sorted) pool add 0."""
-    def neighbour(of: np.ndarray) -> np.ndarray:
-        at = np.minimum(np.searchsorted(pool, of), len(pool) - 1)
-        return np.where((of >= 0) & (pool[at] == of), scores[at], 0.0)
-
-    return scores + weight * (neighbour(prev[pool]) + neighbour(nxt[pool]))
+def _within(sorted_positions: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Whether each of `positions` is among `sorted_positions`."""
+    if not len(sorted_positions):
+        return np.zeros(len(positions), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_positions, positions), len(sorted_positions) - 1)
+    return sorted_positions[at] == positions

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,15 +34,23 @@ class Chain:
 
     def append(self, data: IndexData, slots: int, rows: int) -> np.ndarray:
         """Write `data`'s memories after the first `slots` slots (holding `rows` rows);
-        returns their slots."""
+        returns their slots. A first append takes the data's vectors (and the free rows of
+        the buffer they are the start of) without a copy when each memory's rows are together."""
         k = len(data.ids)
-        order = np.argsort(data.owner, kind="stable")
-        counts = np.bincount(data.owner, minlength=k).astype(np.int64)
+        owner, vectors = data.owner, data.vectors
+        counts = np.bincount(owner, minlength=k).astype(np.int64)
         new = np.arange(slots, slots + k, dtype=np.int64)
-        if len(order):
-            self.rows = grown(self.rows, rows, data.vectors[order])
-        self.row_slot = grown(self.row_slot, rows, new[data.owner[order]])
-        self.row_start = grown(self.row_start, slots, rows + np.cumsum(counts) - counts)
+        first = np.flatnonzero(np.diff(owner, prepend=-1) != 0)
+        if len(first) != np.count_nonzero(counts):  # a memory's rows apart: sort them
+            order = np.argsort(owner, kind="stable")
+            owner, vectors = owner[order], vectors[order]
+            first = np.flatnonzero(np.diff(owner, prepend=-1) != 0)
+        starts = np.full(k, rows, dtype=np.int64)
+        starts[owner[first]] = rows + first
+        if len(owner):
+            self.rows = _buffer_of(vectors) if rows == 0 else grown(self.rows, rows, vectors)
+        self.row_slot = grown(self.row_slot, rows, new[owner])
+        self.row_start = grown(self.row_start, slots, starts)
         self.row_count = grown(self.row_count, slots, counts)
         del self.speakers[slots:]
         self.speakers += data.speakers if len(data.speakers) == k else [[] for _ in range(k)]
@@ -54,3 +64,49 @@ class Chain:
             return -1 - slots
         return np.fromiter((self.sessions.setdefault(s, len(self.sessions)) for s in sessions),
                            dtype=np.int64, count=len(sessions))
+
+
+def _buffer_of(vectors: np.ndarray) -> np.ndarray:
+    """The float32 rows as a buffer to append to: when they are the start of a larger buffer
+    nothing else holds (a store's read), that buffer, whose further rows are free; else a
+    copy with room to spare."""
+    base = vectors.base
+    if (isinstance(base, np.ndarray) and sys.getrefcount(base) <= 3  # vectors, base, the call
+            and base.dtype == np.float32 and base.ndim == 2 and base.flags.c_contiguous
+            and base.shape[1] == vectors.shape[1] and vectors.ctypes.data == base.ctypes.data):
+        return base
+    return grown(np.zeros((0, vectors.shape[1]), dtype=np.float32), 0, vectors)
+
+
+@dataclass(slots=True)
+class TurnRows:
+    """The turn vectors of some memories, stacked; `offsets` into them for those that have any."""
+
+    matrix: np.ndarray
+    offsets: np.ndarray
+    has: np.ndarray
+
+    def best(self, query: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+        out = np.asarray(fallback, dtype=np.float32).copy()
+        if len(self.matrix):
+            out[self.has] = np.maximum.reduceat(self.matrix @ query, self.offsets)
+        return out
+
+
+@dataclass(slots=True)
+class Rows:
+    """Vector rows of some memories, each with the index of its memory among them."""
+
+    matrix: np.ndarray
+    owner: np.ndarray
+
+
+def neighbours(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Position of the previous and next memory of the same session (-1 when none)."""
+    n = len(codes)
+    prev = np.full(n, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    idx = np.flatnonzero(codes[1:] == codes[:-1]) + 1
+    prev[idx] = idx - 1
+    nxt[idx - 1] = idx
+    return prev, nxt

@@ -56,3 +56,12 @@ def tokenize(texts: Iterable[str], stemmer: Callable | None = None,
                           stemmer=stem)
     return tokenizer.tokenize(list(texts), update_vocab=True, return_as="string",
                               show_progress=False, allow_empty=False)
+
+
+def english_stemmer() -> Callable | None:
+    """PyStemmer's English stemmer when installed (extra `stem`), else no stemming."""
+    try:
+        import Stemmer
+    except ImportError:
+        return None
+    return Stemmer.Stemmer("english").stemWords

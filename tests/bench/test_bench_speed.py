@@ -36,3 +36,12 @@ def test_ingest_into_a_large_bank_against_an_empty_one(capsys):
     printed = capsys.readouterr().out
     assert re.search(r"3 more into a bank of 5\d\d memories: [\d.]+ s \(\d+ ms a session\); "
                      r"ratio [\d.]+x", printed)
+
+
+def test_a_bank_written_earlier_is_searched_again_without_writing(tmp_path, capsys):
+    args = ["bench", "speed", "--memories", "600", "--queries", "5", "--sessions", "0",
+            "--vocab", "small", "--db", str(tmp_path / "bank.sqlite"), "--keep-bank"]
+    assert main(args) == 0
+    assert re.search(r"small vocabulary \(exhaustive\); write [\d.]+ s", capsys.readouterr().out)
+    assert main(args) == 0
+    assert "(exhaustive); kept from an earlier run, load + index" in capsys.readouterr().out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -64,36 +64,82 @@ class IndexDataSQL(SQLBackend):
     def _index_rows(self, db: Tx, user_id: str, generation: int,
                     ids: list[str] | None = None) -> IndexData:
         """The index rows of the user's memories (all, or those of `ids` that exist), in
-        bank order."""
-        if ids is None:
-            mem_rows = db.all("SELECT id, key, session_ids, metadata, speakers, seq FROM "
-                              "memories WHERE user_id = ? ORDER BY seq", (user_id,))
-            vec_rows = db.all("SELECT memory_id, vec FROM memory_vectors WHERE user_id = ? "
-                              "ORDER BY memory_id, idx", (user_id,))
-        else:
-            mem_rows, vec_rows = [], []
-            for chunk in _chunks(ids):
-                marks = _marks(len(chunk))
-                mem_rows += db.all("SELECT id, key, session_ids, metadata, speakers, seq FROM "
-                                   f"memories WHERE user_id = ? AND id IN ({marks})",
-                                   (user_id, *chunk))
-                vec_rows += db.all("SELECT memory_id, vec FROM memory_vectors WHERE user_id = "
-                                   f"? AND memory_id IN ({marks}) ORDER BY memory_id, idx",
-                                   (user_id, *chunk))
-            mem_rows.sort(key=lambda r: r[5])
-        ids = [r[0] for r in mem_rows]
-        position = {mid: i for i, mid in enumerate(ids)}
-        owner = np.fromiter((position[r[0]] for r in vec_rows), dtype=np.int64,
-                            count=len(vec_rows))
-        vectors = (self._vec_stack([r[1] for r in vec_rows]) if vec_rows
-                   else np.zeros((0, 0), dtype=np.float32))
-        # a memory of no session (an added fact) is nobody's neighbour: its own id stands in
-        sessions = [(json.loads(r[2]) or [r[0]])[0] for r in mem_rows]
-        return IndexData(generation, ids, [self._dec(r[1]) for r in mem_rows],
-                         vectors, owner, sessions, metadata=[json.loads(r[3]) for r in mem_rows],
-                         speakers=[json.loads(r[4]) for r in mem_rows],
-                         seqs=[int(r[5]) for r in mem_rows])
+        bank order, each memory's vector rows together. A whole bank is read a page at a
+        time into one float32 buffer with room to grow after `vectors` (`read.slots` takes
+        it as is), so its vectors never exist twice."""
+        total = None if ids is not None else db.one(
+            "SELECT COUNT(*) FROM memory_vectors WHERE user_id = ?", (user_id,))[0]
+        found, keys, sessions, metadata, speakers, seqs = [], [], [], [], [], []
+        owners, vectors = [], _Vectors(total)
+        for page in _pages(db, user_id, ids):
+            at = {r[0]: len(found) + i for i, r in enumerate(page)}
+            for r in page:
+                found.append(r[0])
+                keys.append(self._dec(r[1]))
+                # a memory of no session (an added fact) is nobody's neighbour: its own id
+                sessions.append((json.loads(r[2]) or [r[0]])[0])
+                metadata.append(json.loads(r[3]))
+                speakers.append(json.loads(r[4]))
+                seqs.append(int(r[5]))
+            for chunk in _chunks(list(at)):
+                vec_rows = db.all("SELECT memory_id, vec FROM memory_vectors WHERE user_id = ? "
+                                  f"AND memory_id IN ({_marks(len(chunk))}) ORDER BY memory_id, "
+                                  "idx", (user_id, *chunk))
+                if vec_rows:
+                    owners.append(np.fromiter((at[r[0]] for r in vec_rows), dtype=np.int64,
+                                              count=len(vec_rows)))
+                    vectors.add(self._vec_stack([r[1] for r in vec_rows]))
+        owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
+        if ids is not None:  # fetched by id: into bank order (vector rows stay together)
+            order = np.argsort(seqs, kind="stable")
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            owner = rank[owner]
+            found, keys, sessions, metadata, speakers, seqs = (
+                [column[i] for i in order]
+                for column in (found, keys, sessions, metadata, speakers, seqs))
+        return IndexData(generation, found, keys, vectors.array(), owner, sessions,
+                         metadata=metadata, speakers=speakers, seqs=seqs)
 
     def generation(self, user_id: str) -> int:
         rows = self._read("SELECT generation FROM user_state WHERE user_id = ?", (user_id,))
         return rows[0][0] if rows else 0
+
+
+_SELECT = ("SELECT id, key, session_ids, metadata, speakers, seq FROM memories "
+           "WHERE user_id = ? ")
+
+
+def _pages(db: Tx, user_id: str, ids: list[str] | None) -> Iterator[list[tuple]]:
+    """The user's memory rows (those of `ids`, or all in bank order) a page at a time."""
+    if ids is not None:
+        for chunk in _chunks(ids):
+            yield db.all(_SELECT + f"AND id IN ({_marks(len(chunk))})", (user_id, *chunk))
+        return
+    last = -(2**63)
+    while page := db.all(_SELECT + "AND seq > ? ORDER BY seq LIMIT 5000", (user_id, last)):
+        yield page
+        last = page[-1][5]
+
+
+class _Vectors:
+    """Vector blocks gathered into one array: with a known `total`, one preallocated buffer
+    with a quarter spare for appends; otherwise blocks joined at the end."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total, self.blocks, self.buffer, self.used = total, [], None, 0
+
+    def add(self, block: np.ndarray) -> None:
+        if self.total is None:
+            self.blocks.append(block)
+            return
+        if self.buffer is None:
+            self.buffer = np.empty((self.total + self.total // 4, block.shape[1]),
+                                   dtype=np.float32)
+        self.buffer[self.used:self.used + len(block)] = block
+        self.used += len(block)
+
+    def array(self) -> np.ndarray:
+        if self.buffer is not None:
+            return self.buffer[:self.used]
+        return np.concatenate(self.blocks) if self.blocks else np.zeros((0, 0), np.float32)
