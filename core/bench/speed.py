@@ -35,9 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--users", type=int, default=None, metavar="N",
                         help="instead: N users of --memories memories each in one process, "
                              "each searched cold (index built) then warm, within --cache-bytes")
-    parser.add_argument("--cache-bytes", type=float, default=None,
-                        help="the memory's cache_bytes (default 1 GiB; for one bank at least "
-                             "64 GiB, so that its index stays cached however large it is)")
+    parser.add_argument("--cache-bytes", type=float, default=float(2**30),
+                        help="the memory's cache_bytes (default 1 GiB, as a default install)")
     parser.add_argument("--keep-bank", action="store_true",
                         help="with --db: search the bank of --memories memories an earlier "
                              "run wrote there instead of writing it again")
@@ -76,8 +75,6 @@ def run(args: argparse.Namespace) -> int:
               else run_bank)
     with tempfile.TemporaryDirectory() as tmp:
         target = args.db or str(Path(tmp) / "speed.sqlite")
-        if args.cache_bytes is None:  # one bank: a search must not evict its own index
-            args.cache_bytes = 2**30 if runner is not run_bank else 2**36
         mem = ReflectiveMemory.open(target, embedder=embedder, progress=False,
                                     cache_bytes=int(args.cache_bytes))
         try:

@@ -3,12 +3,15 @@ store's change log rather than rebuilt."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 
 from ..lru import ByteLRU
 from ..storage.base import Store
 from .index import UserIndex
+
+log = logging.getLogger(__name__)
 
 
 def index_key(user_id: str) -> str:
@@ -17,23 +20,27 @@ def index_key(user_id: str) -> str:
 
 
 class IndexCache:
-    """`get(user_id)`: the user's index as of the store's generation for them."""
+    """`get(user_id)`: the user's index as of the store's generation for them.
+
+    The index served last is also held outside the byte budget, so that a bank whose index
+    alone exceeds `cache_bytes` is not rebuilt on every search when other entries (reranker
+    weights) push it out of the cache; the budget is exceeded by that one index at most."""
 
     def __init__(self, store: Store, cache: ByteLRU, stemmer: Callable | None) -> None:
         self.store, self.cache, self.stemmer = store, cache, stemmer
         self._build_locks = [threading.Lock() for _ in range(64)]
+        self._last: tuple[str, UserIndex] | None = None
 
     def get(self, user_id: str) -> UserIndex:
         """The cached index, brought up to date with what changed since (`UserIndex.apply`),
         or built afresh."""
         generation = self.store.generation(user_id)
-        key = index_key(user_id)
-        cached = self.cache.get(key)
+        cached = self._cached(user_id)
         if cached is not None and cached.generation == generation:
             return cached
         # one thread updates or builds a user's index; the others then find it done
         with self._build_locks[hash(user_id) % len(self._build_locks)]:
-            cached = self.cache.get(key)
+            cached = self._cached(user_id)
             if cached is not None and cached.generation == generation:
                 return cached
             index = None
@@ -43,9 +50,26 @@ class IndexCache:
             if index is None:
                 index = UserIndex(self.store.index_data(user_id), self.stemmer,
                                   trained=cached)
-            self.cache.put(key, index, index.nbytes)
+            if index.nbytes > self.cache.max_bytes:
+                log.warning("user %r's search index takes %.0f MiB, more than cache_bytes "
+                            "(%.0f MiB): it is kept while it is the one last searched; raise "
+                            "cache_bytes to keep it beside others", user_id,
+                            index.nbytes / 2**20, self.cache.max_bytes / 2**20)
+            self.cache.put(index_key(user_id), index, index.nbytes)
+            self._last = (user_id, index)
         return index
+
+    def _cached(self, user_id: str) -> UserIndex | None:
+        found = self.cache.get(index_key(user_id))
+        last = self._last
+        if found is None and last is not None and last[0] == user_id:
+            found = last[1]
+        if found is not None:
+            self._last = (user_id, found)
+        return found
 
     def drop(self, user_id: str) -> None:
         """Forget the user's cached index (their data is gone)."""
         self.cache.pop(index_key(user_id))
+        if self._last is not None and self._last[0] == user_id:
+            self._last = None

@@ -32,3 +32,22 @@ def test_an_index_is_kept_updated_in_place_and_dropped(tmp_path, embedder):
     rebuilt = indexes.get("u")
     assert rebuilt.ids == updated.ids and rebuilt._chain is not updated._chain
     store.close()
+
+
+def test_an_index_larger_than_the_budget_is_not_rebuilt_when_other_entries_push_it_out(
+        tmp_path, embedder, caplog):
+    store = open_store(str(tmp_path / "m.sqlite"))
+    cache = ByteLRU(1)  # every index is larger than this budget
+    indexes = IndexCache(store, cache, english_stemmer())
+    add(store, embedder, "u", "I play the cello on Sundays.")
+    with caplog.at_level("WARNING", logger="rmm_core.read.cache"):
+        index = indexes.get("u")
+    assert "more than cache_bytes" in caplog.text
+    cache.put("weights", object(), 1)  # a reranker's weights evict the index from the cache
+    assert index_key("u") not in cache.keys()
+    assert indexes.get("u") is index  # still served, not rebuilt
+    indexes.get("other")  # another user's index becomes the one kept
+    assert indexes.get("u") is not index and indexes.get("u").ids == index.ids
+    indexes.drop("u")
+    assert indexes.get("u") is not index
+    store.close()
