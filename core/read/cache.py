@@ -50,7 +50,8 @@ class IndexCache:
             if index is None:
                 index = UserIndex(self.store.index_data(user_id), self.stemmer,
                                   trained=cached)
-            if index.nbytes > self.cache.max_bytes:
+            if index.nbytes > self.cache.max_bytes and (
+                    cached is None or cached.nbytes <= self.cache.max_bytes):
                 log.warning("user %r's search index takes %.0f MiB, more than cache_bytes "
                             "(%.0f MiB): it is kept while it is the one last searched; raise "
                             "cache_bytes to keep it beside others", user_id,
