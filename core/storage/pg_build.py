@@ -60,17 +60,16 @@ def build(conn: Any, schema: str, dim: int, stop: threading.Event | None = None)
     """Create the missing search indexes on autocommit `conn` (search_path set), rebuilding
     invalid ones, then drop the stored full-text column of earlier releases (its index goes
     with it). Waits while another process builds; False: `stop` was set meanwhile."""
+    stop = stop or threading.Event()
     while not conn.execute("SELECT pg_try_advisory_lock(%s)", (BUILD_LOCK,)).fetchone()[0]:
-        if stop is not None and stop.wait(POLL_S):
+        if stop.wait(POLL_S):
             return False
-        if stop is None:
-            time.sleep(POLL_S)
     try:
         conn.execute("SET maintenance_work_mem = '256MB'")
         ddl = _ddl(dim)
         valid = _valid(conn, schema, list(ddl))
         for name, create in ddl.items():
-            if stop is not None and stop.is_set():
+            if stop.is_set():
                 return False
             if valid.get(name) is False:  # left by a build that failed or was cancelled
                 conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")

@@ -43,8 +43,8 @@ _FREQS = ("SELECT e.lexeme, s.f FROM unnest(tsvector_to_array(to_tsvector("
           f"'{TEXT_SEARCH}', ?))) e(lexeme) LEFT JOIN (SELECT unnest(most_common_elems::text::"
           "text[]) AS lexeme, unnest(most_common_elem_freqs) AS f FROM pg_stats WHERE "
           f"schemaname = ? AND tablename = '{LEXEME_INDEX}') s USING (lexeme)")
-"""The query's lexemes with their share of the memories holding them (ANALYZE's estimate;
-None: rarer than any it lists), from the statistics ANALYZE keeps of the lexeme index."""
+"""The query's lexemes with their share of the memories holding them (ANALYZE's estimate,
+kept for the lexeme index's expression; None: rarer than any it lists)."""
 _COUNT = (f"SELECT {{counts}} FROM (SELECT {LEXEMES} AS tsv FROM memories m WHERE "
           f"m.user_id = ? AND {LEXEMES} @@ CAST(? AS tsquery) OFFSET 0) m")
 """How many of the user's memories hold each of some lexemes (`{counts}`: one COUNT each)."""
@@ -92,7 +92,7 @@ class LexicalQuery:
 
     def rough(self) -> tuple[str, list[Any]]:
         """`score` counting each lexeme once: no per-row unnesting, so cheap enough to order
-        every memory that matches a shortlist query."""
+        every memory that matches a shortlist query (over `m.tsv`, as `_LEXICAL` names them)."""
         if not self.idf:
             return "0.0", []
         held = " + ".join(["CASE WHEN m.tsv @@ CAST(? AS tsquery) THEN ?::float8 ELSE 0 END"]
