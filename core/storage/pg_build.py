@@ -26,7 +26,7 @@ POLL_S = 0.2
 would hold a snapshot that the other's concurrent build waits for in turn)."""
 
 
-def vector_index(dim: int) -> str:
+def _vector_index(dim: int) -> str:
     return f"memory_vectors_hnsw_{int(dim)}"
 
 
@@ -35,7 +35,7 @@ def _ddl(dim: int) -> dict[str, str]:
     return {
         LEXEME_INDEX: f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {LEXEME_INDEX} ON memories "
                       f"USING gin (to_tsvector('{TEXT_SEARCH}', key))",
-        vector_index(dim): f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {vector_index(dim)} ON "
+        _vector_index(dim): f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {_vector_index(dim)} ON "
                            f"memory_vectors USING hnsw ((vec::vector({int(dim)})) "
                            "vector_ip_ops) WHERE idx = 0",
     }
