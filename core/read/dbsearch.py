@@ -30,7 +30,8 @@ AUTO_MIN_MEMORIES = 20_000
 """`search_backend="auto"` searches a user's bank in the database from this many memories:
 there, loading and indexing it in a process before its first search (4 s, 350 MB more)
 costs as much as dozens of searches' extra time in the database (docs/postgres.md). The
-database's search indexes are created when the first user reaches it."""
+database's search indexes are built in the background when the first user reaches it; that
+user's searches stay in process until they are valid."""
 
 LEXICAL = LEXICAL_DEPTH // 4
 """Memories the full-text shortlist keeps (fewer than in process: each costs the server its
@@ -59,8 +60,13 @@ class DatabaseSearcher:
         self._dim: int | None = None
         self._ready = False
 
+    @property
+    def ready(self) -> bool:
+        """Whether this instance has found the database's search indexes valid."""
+        return self._ready
+
     def prepare(self, dim: int | None) -> None:
-        """On open: `search_backend="database"` creates the database's search indexes now;
+        """On open: `search_backend="database"` builds the database's search indexes now;
         `auto` waits until a user first reaches `AUTO_MIN_MEMORIES`, so that no write below
         it pays for maintaining them."""
         self._dim = int(dim) if dim else None
@@ -68,7 +74,8 @@ class DatabaseSearcher:
             self._ensure_indexes()
 
     def wanted(self, user_id: str) -> bool:
-        """Whether this user's search runs in the database (its indexes created if missing)."""
+        """Whether this user's search runs in the database; with `auto`, not before the
+        search indexes are valid (a search never waits for their build)."""
         if self.store is None or self.backend == "process":
             return False
         if self.backend == "auto" and self._size(user_id) < AUTO_MIN_MEMORIES:
@@ -76,14 +83,14 @@ class DatabaseSearcher:
         return self._ensure_indexes()
 
     def _ensure_indexes(self) -> bool:
-        """Whether the search indexes exist: created (once, by one process) if missing; not
-        while neither the embedder nor the store knows the vectors' dimension."""
+        """Whether the search indexes are valid: built if missing, in the background with
+        `auto`; not while neither the embedder nor the store knows the vectors' dimension."""
         with self._lock:
             if not self._ready:
                 dim = self._dim or self.store.vector_dim()
                 if dim:
-                    self.store.prepare_search(dim)
-                    self._ready = True
+                    self._ready = self.store.prepare_search(
+                        dim, wait=self.backend == "database")
             return self._ready
 
     def _size(self, user_id: str) -> int:

@@ -14,20 +14,20 @@ from typing import Any
 import numpy as np
 
 from .base import SignalRow
-from .pg_tx import SCHEMA_LOCK, PgTx
-
-TEXT_SEARCH = "english"
-"""PostgreSQL text search configuration of the keys' full-text column (stems English)."""
+from .pg_build import LEXEME_INDEX, LEXEMES, TEXT_SEARCH, Builder, build, search_ready
+from .pg_tx import PgTx
 
 _NEAR = ("SELECT v.memory_id, m.speakers, -({order}) FROM memory_vectors v "
          "JOIN memories m ON m.id = v.memory_id WHERE v.user_id = ? AND v.idx = 0 {where} "
          "ORDER BY {order} LIMIT ?")
 _NEAR_ORDER = "v.vec::vector({dim}) <#> ?::vector({dim})"
 """The HNSW index's own expression: the planner uses the index for exactly this order."""
-_LEXICAL = ("SELECT m.id, m.speakers, {score} FROM (SELECT m.id, m.speakers, m.tsv FROM "
-            "memories m WHERE m.user_id = ? AND m.tsv @@ CAST(? AS tsquery) {where} "
+_LEXICAL = ("SELECT m.id, m.speakers, {score} FROM (SELECT m.id, m.speakers, m.key FROM "
+            f"(SELECT m.id, m.speakers, m.key, {LEXEMES} AS tsv FROM memories m WHERE "
+            f"m.user_id = ? AND {LEXEMES} @@ CAST(? AS tsquery) {{where}} OFFSET 0) m "
             "ORDER BY {rough} DESC LIMIT ?) m")
-"""The best matches of a shortlist query by the rough score, with their exact one."""
+"""The best matches of a shortlist query by the rough score, with their exact one (`OFFSET
+0` keeps the planner from computing a row's lexemes again at each use in the rough score)."""
 _MISSING = ("SELECT m.id, {score}, NULL FROM memories m WHERE m.user_id = ? AND m.id = ANY(?) "
             "UNION ALL SELECT v.memory_id, NULL, -(v.vec <#> ?) FROM memory_vectors v "
             "WHERE v.memory_id = ANY(?) AND v.idx = 0")
@@ -38,14 +38,15 @@ _EVENLY = ("(SELECT COALESCE(MAX(seq), 0) AS top FROM memories WHERE user_id = ?
            "JOIN memories m ON m.user_id = ? AND m.seq = g.seq")
 """Up to a number of the user's memories spread evenly over the bank (parameters: user,
 number, user)."""
-_LENGTH = f"SELECT COUNT(*), AVG(length(m.tsv)) FROM {_EVENLY}"
+_LENGTH = f"SELECT COUNT(*), AVG(length({LEXEMES})) FROM {_EVENLY}"
 _FREQS = ("SELECT e.lexeme, s.f FROM unnest(tsvector_to_array(to_tsvector("
           f"'{TEXT_SEARCH}', ?))) e(lexeme) LEFT JOIN (SELECT unnest(most_common_elems::text::"
           "text[]) AS lexeme, unnest(most_common_elem_freqs) AS f FROM pg_stats WHERE "
-          "schemaname = ? AND tablename = 'memories' AND attname = 'tsv') s USING (lexeme)")
-"""The query's lexemes with their share of the memories holding them (ANALYZE's estimate;
-None: rarer than any it lists)."""
-_COUNT = ("SELECT {counts} FROM memories m WHERE m.user_id = ? AND m.tsv @@ CAST(? AS tsquery)")
+          f"schemaname = ? AND tablename = '{LEXEME_INDEX}') s USING (lexeme)")
+"""The query's lexemes with their share of the memories holding them (ANALYZE's estimate,
+kept for the lexeme index's expression; None: rarer than any it lists)."""
+_COUNT = (f"SELECT {{counts}} FROM (SELECT {LEXEMES} AS tsv FROM memories m WHERE "
+          f"m.user_id = ? AND {LEXEMES} @@ CAST(? AS tsquery) OFFSET 0) m")
 """How many of the user's memories hold each of some lexemes (`{counts}`: one COUNT each)."""
 LENGTH_SAMPLE = 500
 """Memories spread over a user's bank whose mean length stands for the bank's."""
@@ -84,14 +85,14 @@ class LexicalQuery:
         if not self.idf:
             return "0.0", []
         return ("(SELECT COALESCE(SUM(w.idf * cardinality(u.positions) / (cardinality("
-                f"u.positions) + {K1} * ({1 - B} + {B} * length(m.tsv) / ?::float8))), 0) "
-                "FROM unnest(m.tsv) u JOIN unnest(CAST(? AS text[]), CAST(? AS float8[])) "
-                "w(lexeme, idf) USING (lexeme))",
+                f"u.positions) + {K1} * ({1 - B} + {B} * length(t.tsv) / ?::float8))), 0) "
+                f"FROM (SELECT {LEXEMES} AS tsv OFFSET 0) t, unnest(t.tsv) u JOIN unnest("
+                "CAST(? AS text[]), CAST(? AS float8[])) w(lexeme, idf) USING (lexeme))",
                 [self.avg_length, list(self.idf), list(self.idf.values())])
 
     def rough(self) -> tuple[str, list[Any]]:
         """`score` counting each lexeme once: no per-row unnesting, so cheap enough to order
-        every memory that matches a shortlist query."""
+        every memory that matches a shortlist query (over `m.tsv`, as `_LEXICAL` names them)."""
         if not self.idf:
             return "0.0", []
         held = " + ".join(["CASE WHEN m.tsv @@ CAST(? AS tsquery) THEN ?::float8 ELSE 0 END"]
@@ -153,6 +154,7 @@ class PostgresSearch:
     """The `DatabaseSearch` methods of `PostgresStore` (its connection, lock and reads)."""
 
     schema: str
+    _builder: Builder
 
     # in-database vector search ----------------------------------------------------------------
     def vector_search(self, user_id: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
@@ -167,28 +169,21 @@ class PostgresSearch:
             "GROUP BY memory_id ORDER BY sim DESC LIMIT ?", (q, user_id, int(k)))]
 
     # in-database search (`rmm_core.read.dbsearch`) ------------------------------------------------
-    def prepare_search(self, dim: int) -> None:
-        """Create what in-database search reads, if missing: a full-text column over each key
-        (generated, so every write keeps it) with a GIN index, and an HNSW index over the
-        memories' own vectors (row 0) of dimension `dim`. Idempotent; one process at a time."""
-        index = f"memory_vectors_hnsw_{int(dim)}"
+    def prepare_search(self, dim: int, *, wait: bool = True) -> bool:
+        """Whether the search indexes (GIN over each key's lexemes, HNSW over the memories'
+        own vectors of dimension `dim`) are valid; if not, build them: now (`wait`), else in
+        the background while searches go on in process (`pg_build`). Writers are not blocked
+        either way; one process builds at a time."""
+        if not wait and self._builder.busy:
+            return False
         with self._lock, self._errors():
             conn = self._live()
-            present = conn.execute("SELECT to_regclass(%s), to_regclass(%s)",
-                                   (f"{self.schema}.{index}", f"{self.schema}.memories_tsv")
-                                   ).fetchone()
-            if all(present):
-                return
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
-                conn.execute(
-                    "ALTER TABLE memories ADD COLUMN IF NOT EXISTS tsv tsvector GENERATED "
-                    f"ALWAYS AS (to_tsvector('{TEXT_SEARCH}', key)) STORED")
-                conn.execute("CREATE INDEX IF NOT EXISTS memories_tsv ON memories "
-                             "USING gin (tsv)")
-                conn.execute(f"CREATE INDEX IF NOT EXISTS {index} ON memory_vectors USING hnsw "
-                             f"((vec::vector({int(dim)})) vector_ip_ops) WHERE idx = 0")
+            if search_ready(conn, self.schema, dim):
+                return True
+            if wait:
+                return build(conn, self.schema, dim)
+        self._builder.start(dim)
+        return False
 
     def search_size(self, user_id: str) -> int:
         """How many memories the user has."""

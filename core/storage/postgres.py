@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from ..errors import InvalidInputError, MissingDependencyError, StorageError
+from .pg_build import Builder
 from .pg_schema import migrate
 from .pg_search import PostgresSearch
 from .pg_tx import PgTx
@@ -60,6 +61,7 @@ class PostgresStore(PostgresSearch, SQLStore):
         self._lock = threading.RLock()
         self._conn: Any = None
         self._vector_oid = 0
+        self._builder = Builder(self._own_connection, self.schema)
         with self._lock, self._errors():
             self._connect(create=True)
 
@@ -77,6 +79,15 @@ class PostgresStore(PostgresSearch, SQLStore):
             migrate(conn, self.schema, self.url)
         conn.execute(f"SET search_path TO {self.schema}, public")
         self._register_vector()
+
+    def _own_connection(self) -> Any:
+        """A new autocommit connection on the store's schema (the background index build's)."""
+        import psycopg
+
+        conn = psycopg.connect(self._dsn, autocommit=True,
+                               connect_timeout=max(1, int(self._timeout)))
+        conn.execute(f"SET search_path TO {self.schema}, public")
+        return conn
 
     def _register_vector(self) -> None:
         from pgvector.psycopg import register_vector
@@ -166,6 +177,8 @@ class PostgresStore(PostgresSearch, SQLStore):
         return text
 
     def close(self) -> None:
+        """Cancel a background index build under way, then close the connection."""
+        self._builder.stop()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()

@@ -1,6 +1,8 @@
 """In-database search on PostgreSQL (`search_backend`): real server (pgserver), real embedder.
 
-No LLM is involved: memories come from `add` (facts) and the LLM-free pipeline.
+No LLM is involved: memories come from `add` (facts) and the LLM-free pipeline. The index
+build tests hold a snapshot open on another connection, which a concurrent index build waits
+for (as it would for any long transaction), to observe searches and writes during the build.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import math
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -43,8 +47,10 @@ QUERIES = {
     "food": "what do I like to eat",
 }
 
-SEARCH_INDEXES = {"memories_tsv", "memory_vectors_hnsw_384"}
+SEARCH_INDEXES = {"memories_lexemes", "memory_vectors_hnsw_384"}
 """What in-database search adds to the schema (for the test embedder's 384 dimensions)."""
+SOON = 60.0
+"""Seconds within which what must not wait for the index build completes."""
 
 
 def _fill(mem: ReflectiveMemory, user: str = "u") -> dict[str, str]:
@@ -113,9 +119,8 @@ def test_search_indexes_are_created_on_open_of_an_existing_store_and_again_idemp
     old = open_memory(search_backend="process")  # a schema-5 store as the last release left it
     ids = _fill(old)
     old.close()
-    run_sql(store_target, ["DROP INDEX IF EXISTS memories_tsv",
-                           "DROP INDEX IF EXISTS memory_vectors_hnsw_384",
-                           "ALTER TABLE memories DROP COLUMN IF EXISTS tsv"])
+    run_sql(store_target, ["DROP INDEX IF EXISTS memories_lexemes",
+                           "DROP INDEX IF EXISTS memory_vectors_hnsw_384"])
     assert not SEARCH_INDEXES & _indexes(store_target)
     mem = open_memory(search_backend="database")
     assert SEARCH_INDEXES <= _indexes(store_target)
@@ -126,23 +131,140 @@ def test_search_indexes_are_created_on_open_of_an_existing_store_and_again_idemp
     assert mem.search("fountain pens", user_id="u").hits[0].memory.id == new.id
 
 
+def _validity(target: str) -> dict[str, bool]:
+    """The schema's search indexes present → whether queries may use them."""
+    import psycopg
+
+    base, schema = split_target(target)
+    with psycopg.connect(base) as conn:
+        return dict(conn.execute(
+            "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = "
+            "i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
+            "AND c.relname = ANY(%s)", (schema, list(SEARCH_INDEXES))).fetchall())
+
+
+def _snapshot_held(target: str):
+    """Another connection's open transaction with a snapshot: a concurrent index build waits
+    for it to end before its index becomes valid."""
+    import psycopg
+
+    base, schema = split_target(target)
+    conn = psycopg.connect(base)
+    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    conn.execute(f"SELECT COUNT(*) FROM {schema}.memories")
+    return conn
+
+
+def _until(condition: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not {what} after {timeout} s"
+        time.sleep(0.1)
+
+
+def _soon(call: Callable[[], object]) -> object:
+    """`call`'s result; fails if it takes more than `SOON` seconds."""
+    pool = ThreadPoolExecutor(1)
+    try:
+        return pool.submit(call).result(timeout=SOON)
+    finally:
+        pool.shutdown(wait=False)  # a call still waiting ends when the test lets it
+
+
+def _database_searches(mem: ReflectiveMemory, monkeypatch) -> list[str]:
+    """The users whose searches on `mem` run in the database from now on (appended)."""
+    users: list[str] = []
+    searcher = mem._search.database
+    real = searcher.candidates
+
+    def candidates(user_id, *args, **kwargs):
+        users.append(user_id)
+        return real(user_id, *args, **kwargs)
+
+    monkeypatch.setattr(searcher, "candidates", candidates)
+    return users
+
+
 @on_postgres
-def test_auto_creates_the_search_indexes_only_when_a_user_reaches_the_threshold(
+def test_auto_builds_the_search_indexes_in_the_background_once_a_user_reaches_the_threshold(
         open_memory, store_target, monkeypatch):
     monkeypatch.setattr(dbsearch, "AUTO_MIN_MEMORIES", len(FACTS) + 1)
     mem = open_memory()  # auto
     ids = _fill(mem, "big")
     mem.add("I keep bees", user_id="small")
+    writer = open_memory(search_backend="process")  # another connection, as another server's
+    in_db = _database_searches(mem, monkeypatch)
     # below the threshold writes maintain no search index and searches run in process
-    assert not SEARCH_INDEXES & _indexes(store_target)
     assert mem.search("bees", user_id="small").hits and "index:small" in loaded(mem)
     assert not SEARCH_INDEXES & _indexes(store_target)
-    # the first search of a user at the threshold creates them, then runs in the database
-    assert mem.search(QUERIES["dog"], user_id="big").hits[0].memory.id == ids["dog"]
-    assert SEARCH_INDEXES <= _indexes(store_target)
+    blocker = _snapshot_held(store_target)
+    try:
+        # the first search of a user at the threshold starts the build and does not wait
+        found = _soon(lambda: mem.search(QUERIES["dog"], user_id="big"))
+        assert found.hits[0].memory.id == ids["dog"] and "index:big" in loaded(mem)
+        _until(lambda: False in _validity(store_target).values(), "building")
+        # writers go on during the build; searches stay in process
+        new = _soon(lambda: writer.add("I collect fountain pens", user_id="big"))[0]
+        assert mem.search("fountain pens", user_id="big").hits[0].memory.id == new.id
+        assert not in_db and not mem._search.database.ready
+    finally:
+        blocker.rollback()
+        blocker.close()
+    _until(lambda: mem._search.database.wanted("big"), "valid")
+    assert _validity(store_target) == dict.fromkeys(SEARCH_INDEXES, True)
+    assert mem.search(QUERIES["food"], user_id="big").hits[0].memory.id == ids["food"]
+    assert mem.search("fountain pens", user_id="big").hits[0].memory.id == new.id
+    assert in_db == ["big", "big"]
     other = open_memory()  # another instance finds them in place and loads no bank
-    assert other.search(QUERIES["food"], user_id="big").hits[0].memory.id == ids["food"]
+    assert other.search(QUERIES["piano"], user_id="big").hits[0].memory.id == ids["piano"]
     assert not loaded(other)
+
+
+@on_postgres
+def test_closing_cancels_the_build_and_a_failed_one_leaves_search_in_process_until_rebuilt(
+        open_memory, store_target, monkeypatch, caplog):
+    monkeypatch.setattr(dbsearch, "AUTO_MIN_MEMORIES", len(FACTS) + 1)
+    mem = open_memory()
+    ids = _fill(mem, "big")
+    blocker = _snapshot_held(store_target)
+    try:
+        assert mem.search(QUERIES["dog"], user_id="big").hits[0].memory.id == ids["dog"]
+        _until(lambda: False in _validity(store_target).values(), "building")
+        _soon(mem.close)  # cancels the build, which leaves its index invalid
+        assert not mem.store._builder._thread.is_alive()
+        assert False in _validity(store_target).values()
+        # a build that fails (here: the server's statement timeout) warns; search goes on
+        monkeypatch.setenv("PGOPTIONS", "-c statement_timeout=500")
+        failing = open_memory()
+        assert failing.search(QUERIES["sister"], user_id="big").hits[0].memory.id == ids[
+            "sister"]
+        _until(lambda: "building the search indexes failed" in caplog.text, "failed")
+        assert failing.search(QUERIES["piano"], user_id="big").hits[0].memory.id == ids["piano"]
+        assert not failing._search.database.ready and "index:big" in loaded(failing)
+    finally:
+        blocker.rollback()
+        blocker.close()
+    monkeypatch.delenv("PGOPTIONS")
+    # the next build drops the invalid index and builds it again
+    again = open_memory(search_backend="database")
+    assert _validity(store_target) == dict.fromkeys(SEARCH_INDEXES, True)
+    assert again.search(QUERIES["food"], user_id="big").hits[0].memory.id == ids["food"]
+
+
+@on_postgres
+def test_a_store_with_the_earlier_stored_full_text_column_moves_to_the_lexeme_index(
+        open_memory, store_target):
+    ids = _fill(open_memory(search_backend="process"))
+    run_sql(store_target, [  # as the previous release built it
+        "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
+        "(to_tsvector('english', key)) STORED",
+        "CREATE INDEX memories_tsv ON memories USING gin (tsv)"])
+    mem = open_memory(search_backend="database")
+    assert SEARCH_INDEXES <= _indexes(store_target) and "memories_tsv" not in _indexes(
+        store_target)
+    assert mem.search(QUERIES["sister"], user_id="u").hits[0].memory.id == ids["sister"]
+    new = mem.add("I collect vintage fountain pens", user_id="u")[0]
+    assert mem.search("fountain pens", user_id="u").hits[0].memory.id == new.id
 
 
 @on_postgres
