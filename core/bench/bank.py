@@ -1,5 +1,5 @@
 """The speed benches' synthetic bank: clustered texts and vectors drawn from a vocabulary
-and written straight into a store chunk by chunk, and a per-call timer (shared by
+and written straight into a store chunk by chunk, a per-call timer and RSS (shared by
 `rmm bench speed` and its PostgreSQL part)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -160,3 +161,10 @@ def timed(call: Callable[[Any], Any], items: Any) -> list[float]:
         call(item)
         out.append(1000 * (time.perf_counter() - t0))
     return out
+
+
+def rss_mb() -> tuple[float, float]:
+    """This process's resident memory now and at its peak, in MiB (Linux)."""
+    status = Path("/proc/self/status").read_text()
+    values = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return (int(values["VmRSS"].split()[0]) / 1024, int(values["VmHWM"].split()[0]) / 1024)

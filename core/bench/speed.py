@@ -17,7 +17,7 @@ from ..models.embed import default_embedder
 from ..read.ann import BLOCK, evenly, ivf_index, nlist_for
 from ..read.index import EXACT_LIMIT
 from ..types import Turn
-from .bank import VOCABULARIES, Vocabulary, bank_chunks, fill_chunks, timed
+from .bank import VOCABULARIES, Vocabulary, bank_chunks, fill_chunks, rss_mb, timed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,13 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="on PostgreSQL + pgvector instead: in-database search beside "
                              "in-process search of one bank (no URL: start a throw-away "
                              "server with pgserver)")
-
-
-def rss_mb() -> tuple[float, float]:
-    """This process's resident memory now and at its peak, in MiB (Linux)."""
-    status = Path("/proc/self/status").read_text()
-    values = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    return (int(values["VmRSS"].split()[0]) / 1024, int(values["VmHWM"].split()[0]) / 1024)
 
 
 def chat_session(rng: np.random.Generator, vocab: Vocabulary, turns: int = 2) -> list[Turn]:

@@ -27,15 +27,15 @@ _FRESH = """
 import json, sys, time
 t0 = time.perf_counter()
 from rmm_core import ReflectiveMemory
+from rmm_core.bench.bank import rss_mb
 mem = ReflectiveMemory.open(sys.argv[1], search_backend=sys.argv[2], session_idle_timeout=None)
 t1 = time.perf_counter()
 mem.search(sys.argv[4], user_id=sys.argv[3], k=5)
 t2 = time.perf_counter()
 mem.search(sys.argv[5], user_id=sys.argv[3], k=5)
 t3 = time.perf_counter()
-peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM"))
 print(json.dumps({"open_s": t1 - t0, "first_ms": 1000 * (t2 - t1), "second_ms": 1000 * (t3 - t2),
-                  "rss_mb": int(peak.split()[1]) / 1024}))
+                  "rss_mb": rss_mb()[1]}))
 """
 """A fresh process: open, first search, second search, peak RSS (of this program: unlike
 `ru_maxrss`, `VmHWM` does not carry the parent's from before `exec`)."""
