@@ -39,7 +39,7 @@ from ..ops.commands import BAD_DATA
 from .datasets import LOADERS, load
 from .metrics import r_any, r_tok
 from .records import Conversation, Question, ingest
-from .rerank_bound import supervised_bound
+from .rerank_bound import CEILING_K, ceiling, supervised_bound
 from .rerank_report import draw_curve as draw_curve
 from .rerank_report import plot_curves, report
 
@@ -84,6 +84,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "for this many epochs (Adam, listwise) and report held-out R_any@5 "
                              "(0 = off; needs torch)")
     parser.add_argument("--bound-lr", type=float, default=1e-4, help="Adam step of the bound")
+    parser.add_argument("--ceiling", nargs="?", const=",".join(map(str, CEILING_K)),
+                        default=None, metavar="K,K",
+                        help="also print the headroom on the held-out questions for each pool "
+                             "of K candidates: evidence in the pool, and the best score of the "
+                             "feature reranker's form fitted on those questions themselves "
+                             f"(default K: {','.join(map(str, CEILING_K))}; --phases '' runs it "
+                             "alone)")
 
 
 class CachedEmbedder:
@@ -110,6 +117,16 @@ def _pairs(specs: Iterable[str], what: str) -> dict[str, str]:
     return out
 
 
+def _sizes(spec: str) -> list[int]:
+    try:
+        sizes = [int(k) for k in spec.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 5:
+        raise InvalidInputError(f"--ceiling {spec!r}: expected pool sizes of 5 or more, e.g. 20,50")
+    return sizes
+
+
 def load_families(args: argparse.Namespace
                   ) -> dict[str, tuple[list[Conversation], list[Conversation]]]:
     """Each dataset's (train, held-out) conversations, as `--dataset/--train/--test` say."""
@@ -131,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         families = load_families(args)
+        if args.ceiling is not None:
+            _sizes(args.ceiling)
     except (InvalidInputError, FileNotFoundError, ValueError) as exc:
         print(f"rmm bench rerank: {exc}", file=sys.stderr)
         return BAD_DATA
@@ -162,6 +181,13 @@ def run(args: argparse.Namespace) -> int:
         for name in families:
             figures["families"][name] = {"held-out questions": len(none[name]["R_any@5"]),
                                          "none": _mean(none[name])}
+        if args.ceiling is not None:
+            for k in _sizes(args.ceiling):
+                with deployment(f"ceiling-{k}", reranker="features", reranker_weights="shipped",
+                                candidates=k) as mem:
+                    for name, convs in held_out.items():
+                        figures["families"][name].setdefault("ceiling", {})[k] = \
+                            ceiling(mem, convs)
         if "transfer" in phases:
             figures["transfer"] = transfer(deployment, families, settings, args)
         if "shipped" in phases and settings.get("reranker", "features") == "features":

@@ -37,6 +37,7 @@ def report(figures: dict) -> str:
             lines.append(f"  {label:28s}" + "".join(
                 f"{values[m]:7.1f} ({values[m] - base[m]:+4.1f})" if label[:4] != "none"
                 else f"{values[m]:12.1f}" for m in metrics))
+        lines += _ceiling_lines(fam.get("ceiling", {}))
     t = figures.get("transfer")
     if t:
         lines.append(f"training: {t['train_steps']} feedback steps; cited share per window: "
@@ -54,6 +55,24 @@ def report(figures: dict) -> str:
                 f"train {bound['train_before']:.1f} -> {bound['train_after']:.1f}, held-out "
                 f"{bound['test_before']:.1f} -> {bound['test_after']:.1f}")
     return "\n".join(lines)
+
+
+def _ceiling_lines(ceiling: dict) -> list[str]:
+    """The headroom of `--ceiling`, one line per pool size."""
+    if not ceiling:
+        return []
+    lines = ["  ceiling, R_any@5 / Rtok@1000 within a pool of K candidates (fitted: the "
+             "reranker's form fitted on these questions themselves)"]
+    for k, rows in ceiling.items():
+        if not rows:
+            continue
+        a, t = rows["none"]["R_any@5"], rows["none"]["Rtok@1000"]
+        lines.append(f"    K={k:<4}" + ", ".join(
+            f"{label} {v['R_any@5']:.1f}/{v['Rtok@1000']:.1f}"
+            + ("" if label == "none" else
+               f" ({v['R_any@5'] - a:+.1f}/{v['Rtok@1000'] - t:+.1f})")
+            for label, v in rows.items()))
+    return lines
 
 
 def plot_curves(figures: dict, window: int, path: str) -> None:
