@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import MemoryConfig
 from ..errors import InvalidInputError
 from ..learn.rerank_features import save_weights
 from ..memory import ReflectiveMemory
@@ -118,12 +119,14 @@ def _pairs(specs: Iterable[str], what: str) -> dict[str, str]:
 
 
 def _sizes(spec: str) -> list[int]:
+    """`--ceiling`'s pool sizes, each a valid `candidates` of 5 or more."""
     try:
-        sizes = [int(k) for k in spec.split(",")]
+        sizes = [MemoryConfig(candidates=int(k)).candidates for k in spec.split(",")]
     except ValueError:
         sizes = []
     if not sizes or min(sizes) < 5:
-        raise InvalidInputError(f"--ceiling {spec!r}: expected pool sizes of 5 or more, e.g. 20,50")
+        raise InvalidInputError(f"--ceiling {spec!r}: expected pool sizes from 5 to "
+                                "`candidates`' limit, e.g. 20,50")
     return sizes
 
 

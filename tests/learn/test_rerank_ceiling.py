@@ -57,7 +57,7 @@ def test_bench_rerank_ceiling_prints_the_headroom_per_pool_size(tmp_path, capsys
         assert best <= rows["fitted"]["R_any@5"] <= rows["pool"]["R_any@5"]
 
 
-@pytest.mark.parametrize("sizes", ["3", "20,x", ""])
+@pytest.mark.parametrize("sizes", ["3", "20,x", "", "20,5000"])
 def test_bench_rerank_ceiling_rejects_bad_pool_sizes(sizes, capsys):
     assert main(["bench", "rerank", "--dataset", f"jsonl={DATA}", "--phases", "",
                  "--ceiling", sizes, "--plot", ""]) == BAD_DATA
