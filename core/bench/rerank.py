@@ -88,8 +88,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ceiling", nargs="?", const=",".join(map(str, CEILING_K)),
                         default=None, metavar="K,K",
                         help="also print the headroom on the held-out questions for each pool "
-                             "of K candidates: evidence in the pool, and the best score of the "
-                             "feature reranker's form fitted on those questions themselves "
+                             "of K candidates: evidence in the pool, and the feature reranker's "
+                             "form fitted with full supervision on the train questions and on "
+                             "the held-out ones themselves "
                              f"(default K: {','.join(map(str, CEILING_K))}; --phases '' runs it "
                              "alone)")
 
@@ -188,9 +189,8 @@ def run(args: argparse.Namespace) -> int:
             for k in _sizes(args.ceiling):
                 with deployment(f"ceiling-{k}", reranker="features", reranker_weights="shipped",
                                 candidates=k) as mem:
-                    for name, convs in held_out.items():
-                        figures["families"][name].setdefault("ceiling", {})[k] = \
-                            ceiling(mem, convs)
+                    for name, rows in ceiling(mem, families).items():
+                        figures["families"][name].setdefault("ceiling", {})[k] = rows
         if "transfer" in phases:
             figures["transfer"] = transfer(deployment, families, settings, args)
         if "shipped" in phases and settings.get("reranker", "features") == "features":

@@ -18,7 +18,8 @@ CEILING_K = (20, 50, 100)
 Rtok@1000 (100 hits) ranks."""
 
 L2 = (1e-4, 1e-2)
-"""Ridge strengths of the supervised fits (the ceiling keeps the best)."""
+"""Ridge strengths of the supervised fits: the fit on these questions keeps the best, the fit on
+the train questions takes the last."""
 
 
 def supervised_bound(mem: ReflectiveMemory, train: list[Conversation],
@@ -91,23 +92,32 @@ Example = tuple[np.ndarray, np.ndarray, np.ndarray, list, frozenset]
 hold evidence (K,), their (text, refs), the gold turns."""
 
 
-def ceiling(mem: ReflectiveMemory, convs: list[Conversation]) -> dict[str, dict[str, float]]:
-    """R_any@5 and Rtok@1000 (within the pool `mem` searches: `candidates` = K) of the hand-set
-    order, the shipped weights, the best linear score of the feature reranker's form fitted on
-    these questions themselves with full supervision (hand-set and shipped weights among the
-    tries), and the pool itself (evidence first). `mem` runs `reranker="features"`."""
-    examples = _pools(mem, convs)
-    if not examples:
-        return {}
+def ceiling(mem: ReflectiveMemory, families: dict[str, tuple[list[Conversation],
+                                                              list[Conversation]]]
+            ) -> dict[str, dict[str, dict[str, float]]]:
+    """Per family, R_any@5 and Rtok@1000 of its held-out questions within the pool `mem`
+    searches (`candidates` = K; `reranker="features"`): the hand-set order, the shipped
+    weights, the feature reranker's form fitted with full supervision on every family's train
+    questions, the best such fit on these held-out questions themselves (hand-set and shipped
+    weights among the tries), and the pool itself (evidence first)."""
     start = np.concatenate([[1.0], mem._reranker.weights_for("", mem.embedder.dim).w])
-    fits = [np.eye(len(start))[0], start, *(_fit(examples, start, l2) for l2 in L2)]
-    fitted = max((_figures(examples, [x @ w for x, *_ in examples]) for w in fits),
-                 key=lambda f: (f["R_any@5"], f["Rtok@1000"]))
-    return {"none": _figures(examples, [x[:, 0] for x, *_ in examples]),
+    on_train = _fit(_pools(mem, [c for train, _ in families.values() for c in train]),
+                    start, L2[-1])
+    out = {}
+    for name, (_, test) in families.items():
+        examples = _pools(mem, test)
+        if not examples:
+            continue
+        fits = [np.eye(len(start))[0], start, *(_fit(examples, start, l2) for l2 in L2)]
+        out[name] = {
+            "none": _figures(examples, [x[:, 0] for x, *_ in examples]),
             "shipped": _figures(examples, [s for _, s, *_ in examples]),
-            "fitted": fitted,
+            "fit on train": _figures(examples, [x @ on_train for x, *_ in examples]),
+            "fit on these": max((_figures(examples, [x @ w for x, *_ in examples])
+                                 for w in fits), key=lambda f: (f["R_any@5"], f["Rtok@1000"])),
             "pool": _figures(examples, [_oracle(held, units, gold)
                                         for _, _, held, units, gold in examples])}
+    return out
 
 
 def _pools(mem: ReflectiveMemory, convs: list[Conversation]) -> list[Example]:

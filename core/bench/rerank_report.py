@@ -61,8 +61,8 @@ def _ceiling_lines(ceiling: dict) -> list[str]:
     """The headroom of `--ceiling`, one line per pool size."""
     if not ceiling:
         return []
-    lines = ["  ceiling, R_any@5 / Rtok@1000 within a pool of K candidates (fitted: the "
-             "reranker's form fitted on these questions themselves)"]
+    lines = ["  ceiling, R_any@5 / Rtok@1000 within a pool of K candidates (fit: the "
+             "reranker's form, fully supervised)"]
     for k, rows in ceiling.items():
         if not rows:
             continue

@@ -52,9 +52,9 @@ def test_bench_rerank_ceiling_prints_the_headroom_per_pool_size(tmp_path, capsys
     ceiling = json.loads(out.read_text())["families"]["jsonl"]["ceiling"]
     assert set(ceiling) == {"5", "8"}
     for rows in ceiling.values():
-        assert set(rows) == {"none", "shipped", "fitted", "pool"}
+        assert set(rows) == {"none", "shipped", "fit on train", "fit on these", "pool"}
         best = max(rows["none"]["R_any@5"], rows["shipped"]["R_any@5"])
-        assert best <= rows["fitted"]["R_any@5"] <= rows["pool"]["R_any@5"]
+        assert best <= rows["fit on these"]["R_any@5"] <= rows["pool"]["R_any@5"]
 
 
 @pytest.mark.parametrize("sizes", ["3", "20,x", "", "20,5000"])
