@@ -87,9 +87,9 @@ def _r_any5(reranker: Reranker, weights: Weights,
     return 100 * float(np.mean(found))
 
 
-Example = tuple[np.ndarray, np.ndarray, np.ndarray, list, frozenset]
-"""One question's pool: X (K, 1+F) = [z(fused), phi], the shipped scores (K,), which candidates
-hold evidence (K,), their (text, refs), the gold turns."""
+Example = tuple[np.ndarray, np.ndarray, list, frozenset]
+"""One question's pool: X (K, 1+F) = [z(fused), phi], which candidates hold evidence (K,),
+their (text, refs), the gold turns."""
 
 
 def ceiling(mem: ReflectiveMemory, families: dict[str, tuple[list[Conversation],
@@ -111,12 +111,12 @@ def ceiling(mem: ReflectiveMemory, families: dict[str, tuple[list[Conversation],
         fits = [np.eye(len(start))[0], start, *(_fit(examples, start, l2) for l2 in L2)]
         out[name] = {
             "none": _figures(examples, [x[:, 0] for x, *_ in examples]),
-            "shipped": _figures(examples, [s for _, s, *_ in examples]),
+            "shipped": _figures(examples, [x @ start for x, *_ in examples]),
             "fit on train": _figures(examples, [x @ on_train for x, *_ in examples]),
             "fit on these": max((_figures(examples, [x @ w for x, *_ in examples])
                                  for w in fits), key=lambda f: (f["R_any@5"], f["Rtok@1000"])),
             "pool": _figures(examples, [_oracle(held, units, gold)
-                                        for _, _, held, units, gold in examples])}
+                                        for _, held, units, gold in examples])}
     return out
 
 
@@ -130,8 +130,8 @@ def _pools(mem: ReflectiveMemory, convs: list[Conversation]) -> list[Example]:
                 continue
             x = np.concatenate([zscore(ranking.fused)[:, None], ranking.features], axis=1)
             held = np.array([bool(set(h.refs) & q.evidence) for h in result.candidates])
-            out.append((x.astype(np.float64), np.asarray(ranking.scores), held,
-                        [(h.text, h.refs) for h in result.candidates], frozenset(q.evidence)))
+            out.append((x.astype(np.float64), held, [(h.text, h.refs) for h in result.candidates],
+                        frozenset(q.evidence)))
     return out
 
 
@@ -144,7 +144,7 @@ def _oracle(held: np.ndarray, units: list, gold: frozenset) -> np.ndarray:
 
 def _figures(examples: list[Example], scores: list[np.ndarray]) -> dict[str, float]:
     any5, tok = [], []
-    for (_, _, _, units, gold), s in zip(examples, scores):
+    for (_, _, units, gold), s in zip(examples, scores):
         ranked = [units[i] for i in np.argsort(-s, kind="stable")]
         any5.append(r_any(ranked, gold, 5))
         tok.append(r_tok(ranked, gold, 1000))
@@ -155,7 +155,7 @@ def _fit(examples: list[Example], start: np.ndarray, l2: float, steps: int = 400
          lr: float = 0.05) -> np.ndarray:
     """w minimising the listwise loss -log P(some evidence candidate first) under
     softmax(X w), plus l2 |w - start|^2, by full-batch Adam from `start`."""
-    labelled = [(x, held) for x, _, held, _, _ in examples if held.any() and not held.all()]
+    labelled = [(x, held) for x, held, _, _ in examples if held.any() and not held.all()]
     if not labelled:
         return start
     width = max(len(x) for x, _ in labelled)

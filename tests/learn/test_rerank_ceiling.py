@@ -29,7 +29,7 @@ def pools(seed: int = 0, count: int = 40, k: int = 12) -> list:
         x[:, 0] = np.linspace(2, -2, k)
         x[:, 2] = np.where(held, 1.0, 0.0) + 0.1 * rng.normal(size=k)
         units = [(f"memory {i}", [f"q{n}t{i}"]) for i in range(k)]
-        out.append((x, x[:, 0], held, units, frozenset(f"q{n}t{i}" for i in np.flatnonzero(held))))
+        out.append((x, held, units, frozenset(f"q{n}t{i}" for i in np.flatnonzero(held))))
     return out
 
 
