@@ -47,7 +47,7 @@ QUERIES = {
     "food": "what do I like to eat",
 }
 
-SEARCH_INDEXES = {"memories_lexemes", "memory_vectors_hnsw_384"}
+SEARCH_INDEXES = {"memories_by_lexemes", "memory_vectors_hnsw_384"}
 """What in-database search adds to the schema (for the test embedder's 384 dimensions)."""
 SOON = 60.0
 """Seconds within which what must not wait for the index build completes."""
@@ -119,7 +119,7 @@ def test_search_indexes_are_created_on_open_of_an_existing_store_and_again_idemp
     old = open_memory(search_backend="process")  # a schema-5 store as the last release left it
     ids = _fill(old)
     old.close()
-    run_sql(store_target, ["DROP INDEX IF EXISTS memories_lexemes",
+    run_sql(store_target, ["DROP INDEX IF EXISTS memories_by_lexemes",
                            "DROP INDEX IF EXISTS memory_vectors_hnsw_384"])
     assert not SEARCH_INDEXES & _indexes(store_target)
     mem = open_memory(search_backend="database")
