@@ -57,13 +57,15 @@ MAX_COMMON = 8
 _VECTORS = ("LEFT JOIN LATERAL (SELECT MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx = 0) AS unit, "
             "MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx > 0) AS turn FROM memory_vectors v "
             "WHERE v.memory_id = m.id) vs ON true")
-_NEIGHBOUR = (
-    "(SELECT n.id FROM memories n WHERE n.user_id = m.user_id AND "
-    "(n.session_ids::jsonb ->> 0) = (m.session_ids::jsonb ->> 0) AND n.seq = "
-    "(SELECT {pick}(o.seq) FROM memories o WHERE o.user_id = m.user_id AND o.seq {op} m.seq))")
-_ADJACENT = (f"{_NEIGHBOUR.format(pick='MAX', op='<')} AS prev, "
-             f"{_NEIGHBOUR.format(pick='MIN', op='>')} AS next")
-"""A memory's previous and next memory (in the user's order) when of the same session."""
+_NEIGHBOUR = ("LEFT JOIN LATERAL (SELECT o.id, o.session_ids FROM memories o WHERE "
+              "o.user_id = m.user_id AND o.seq {op} m.seq ORDER BY o.seq {order} LIMIT 1) {name} "
+              "ON true")
+_ADJACENT = " ".join(_NEIGHBOUR.format(op=op, order=order, name=name)
+                     for op, order, name in (("<", "DESC", "pv"), (">", "ASC", "nx")))
+_SAME_SESSION = ("CASE WHEN ({name}.session_ids::jsonb ->> 0) = (m.session_ids::jsonb ->> 0) "
+                 "THEN {name}.id END")
+"""A memory's previous and next memory in the user's order (`pv`, `nx`); each counts as its
+neighbour when of the same session (`_SAME_SESSION`)."""
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,9 @@ class PostgresSearch:
         where, params = _filter_sql(filters)
         score, weights = words.score()
         rows = self._read(
-            f"WITH p AS (SELECT m.id, {_ADJACENT} FROM memories m WHERE m.user_id = ? "
+            f"WITH p AS (SELECT m.id, {_SAME_SESSION.format(name='pv')} AS prev, "
+            f"{_SAME_SESSION.format(name='nx')} AS next FROM memories m {_ADJACENT} "
+            "WHERE m.user_id = ? "
             "AND m.id = ANY(?)), "
             "extra AS (SELECT DISTINCT m.id FROM p JOIN memories m ON m.id IN (p.prev, p.next) "
             f"WHERE m.id <> ALL(?) {where}), "
