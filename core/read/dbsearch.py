@@ -143,8 +143,8 @@ class DatabaseSearcher:
     def _assistant(self, rows: list[SignalRow]) -> np.ndarray:
         if not self.weights.assistant:
             return np.zeros(len(rows), dtype=np.float32)
-        return np.asarray([self.weights.by_assistant(json.loads(r.speakers)) for r in rows],
-                          dtype=np.float32)
+        prior = {s: self.weights.by_assistant(json.loads(s)) for s in {r.speakers for r in rows}}
+        return np.asarray([prior[r.speakers] for r in rows], dtype=np.float32)
 
 
 def _links(rows: list[SignalRow]) -> tuple[np.ndarray, np.ndarray]:
