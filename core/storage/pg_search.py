@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import combinations
@@ -36,28 +36,22 @@ _EVENLY = ("(SELECT COALESCE(MAX(seq), 0) AS top FROM memories WHERE user_id = ?
            "JOIN memories m ON m.user_id = ? AND m.seq = g.seq")
 """Up to a number of the user's memories spread evenly over the bank (parameters: user,
 number, user)."""
-LENGTH_SAMPLE = 500
-"""Memories spread over a user's bank whose mean length stands for the bank's."""
-K1, B = 1.5, 0.75
-"""BM25's parameters, as the in-process index's (`rmm_core.read.bm25`)."""
-RARE = 0.01
-"""Lexemes in fewer memories than this share match the lexical shortlist on their own."""
+_LENGTH = f"SELECT COUNT(*), AVG(length({LEXEMES})) FROM {_EVENLY}"
 _FREQS = ("SELECT e.lexeme, s.f FROM unnest(tsvector_to_array(to_tsvector("
           f"'{TEXT_SEARCH}', ?))) e(lexeme) LEFT JOIN (SELECT unnest(most_common_elems::text::"
           "text[]) AS lexeme, unnest(most_common_elem_freqs) AS f FROM pg_stats WHERE "
           "schemaname = ? AND tablename = 'memories' AND attname = 'lexemes') s USING (lexeme)")
 """The query's lexemes with their share of the memories holding them (ANALYZE's estimate
 for the lexemes' column; None: rarer than any it lists)."""
-_QUOTED = "CAST(chr(39) || replace(q.lexeme, chr(39), chr(39) || chr(39)) || chr(39) AS tsquery)"
-"""A lexeme as a one-lexeme tsquery, quoted as `_tsquery` quotes it."""
-_TERMS = (f"WITH q AS ({_FREQS}), n AS MATERIALIZED (SELECT q.lexeme, (SELECT COUNT(*) "
-          f"FROM memories m WHERE m.user_id = ? AND {LEXEMES} @@ {_QUOTED}) AS held FROM q "
-          f"WHERE q.f IS NULL OR q.f < {RARE}), l AS (SELECT COUNT(*) AS sampled, "
-          f"AVG(length({LEXEMES})) AS avg FROM {_EVENLY}) SELECT q.lexeme, q.f, n.held, "
-          "l.sampled, l.avg FROM l LEFT JOIN (q LEFT JOIN n USING (lexeme)) ON true")
-"""In one statement: the query's lexemes (`_FREQS`), how many of the user's memories hold
-each rare one (through the lexeme index), and the mean length of memories spread over the
-bank (parameters: query, schema, user, then `_EVENLY`'s)."""
+_COUNT = (f"SELECT {{counts}} FROM memories m WHERE m.user_id = ? AND {LEXEMES} @@ "
+          "CAST(? AS tsquery)")
+"""How many of the user's memories hold each of some lexemes (`{counts}`: one COUNT each)."""
+LENGTH_SAMPLE = 500
+"""Memories spread over a user's bank whose mean length stands for the bank's."""
+K1, B = 1.5, 0.75
+"""BM25's parameters, as the in-process index's (`rmm_core.read.bm25`)."""
+RARE = 0.01
+"""Lexemes in fewer memories than this share match the lexical shortlist on their own."""
 MAX_COMMON = 8
 """Most common lexemes of a query combined in the lexical shortlist's narrower queries."""
 _VECTORS = ("LEFT JOIN LATERAL (SELECT MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx = 0) AS unit, "
@@ -200,11 +194,17 @@ class PostgresSearch:
         """The query's words as the lexical signal scores them for a user of `size` memories:
         stemmed as the full-text column is, each lexeme weighted by its idf over the user's
         bank (a common one's share from PostgreSQL's statistics, a rare one's counted)."""
-        rows = self._read(_TERMS, (" ".join(terms), self.schema, user_id, user_id,
-                                   LENGTH_SAMPLE, user_id))
-        shares = {t: f for t, f, *_ in rows if t is not None}
-        held = {t: f if n is None else n / max(size, 1) for t, f, n, *_ in rows if t is not None}
-        sampled, avg = rows[0][3:]
+        with self._snapshot() as tx:
+            shares = dict(tx.all(_FREQS, (" ".join(terms), self.schema)))
+            rare = [t for t, f in shares.items() if not f or f < RARE]
+            held = dict(shares)
+            if rare:
+                counts = ", ".join([f"COUNT(*) FILTER (WHERE {LEXEMES} @@ CAST(? AS tsquery))"]
+                                   * len(rare))
+                row = tx.one(_COUNT.format(counts=counts),
+                             ([_tsquery([t]) for t in rare] + [user_id, _tsquery(rare)]))
+                held.update((t, n / max(size, 1)) for t, n in zip(rare, row))
+            sampled, avg = tx.one(_LENGTH, (user_id, LENGTH_SAMPLE, user_id))
         df = {t: float(f or 0.0) * size for t, f in held.items()}
         idf = {t: math.log(1 + (size - d + 0.5) / (d + 0.5)) for t, d in df.items()}
         return LexicalQuery(shares, idf, float(avg) if sampled and avg else 1.0)
@@ -220,35 +220,28 @@ class PostgresSearch:
         order = _NEAR_ORDER.format(dim=q.shape[0])
         score, weights = words.score()
         rough, rough_weights = words.rough()
-        nearest = _NEAR.format(where=where, order=order)
-        best = _LEXICAL.format(score=score, where=where, rough=rough)
-        tiers = lexical_tiers(words.shares, expected, lexical)
-
-        def matching(tier: str) -> tuple:
-            return (*weights, user_id, tier, *params, *rough_weights, lexical)
-
         with self._search_tx(dense) as tx:
-            # the nearest and the narrowest full-text query travel in one round trip
-            sent_near = tx().send(nearest, (q, user_id, *params, q, dense))
-            sent_words = tx().send(best, matching(tiers[0])) if tiers else None
-            near = sent_near.fetchall()
+            near = tx.all(_NEAR.format(where=where, order=order),
+                          (q, user_id, *params, q, dense))
             if len(near) < min(dense, expected) // 2:
                 # the approximate index, filtered after its scan, finds too few of a user who
                 # holds a small share of the table: the exact order (an expression the index
                 # does not serve) finds them all, up to `dense`
-                near = tx().all(_NEAR.format(where=where, order=f"({order}) + 0"),
-                                (q, user_id, *params, q, dense))
-            found: list[tuple] = sent_words.fetchall() if sent_words else []
-            for tier in tiers[1:]:
+                near = tx.all(_NEAR.format(where=where, order=f"({order}) + 0"),
+                              (q, user_id, *params, q, dense))
+            found: list[tuple] = []
+            for match in lexical_tiers(words.shares, expected, lexical):
+                found = tx.all(_LEXICAL.format(score=score, where=where, rough=rough),
+                               (*weights, user_id, match, *params, *rough_weights, lexical))
                 if len(found) >= lexical // 2:  # enough: a broader query's additions hold
-                    break  # fewer of the query's common words than all of these
-                found = tx().all(best, matching(tier))
+                    # fewer of the query's common words than all of these
+                    break
             who = {i: speakers for i, speakers, _ in [*near, *found]}
             unit = {i: float(u or 0.0) for i, _, u in near}
             rank = {i: float(r) for i, _, r in found}
             dense_only = [i for i in unit if i not in rank]
             words_only = [i for i in rank if i not in unit]
-            for i, r, u in tx().all(_MISSING.format(score=score),
+            for i, r, u in tx.all(_MISSING.format(score=score),
                                   (*weights, user_id, dense_only, q, words_only)):
                 if r is not None:
                     rank[i] = float(r)
@@ -290,25 +283,14 @@ class PostgresSearch:
         return [SignalRow(r[0], r[1], *_signals(r[2], r[3], r[4]), r[5], r[6]) for r in rows]
 
     @contextmanager
-    def _search_tx(self, depth: int) -> Iterator[Callable[[], PgTx]]:
-        """A read transaction in pipeline mode whose HNSW scans look at `depth` rows
-        (pgvector's `ef_search`, at most 1000); it gives a new cursor per call, so that
-        statements sent one after another travel together until one's rows are fetched."""
+    def _search_tx(self, depth: int) -> Iterator[PgTx]:
+        """A read transaction whose HNSW scans look at `depth` rows (pgvector's `ef_search`,
+        at most 1000)."""
         with self._lock, self._errors():
             conn = self._live()
-            cursors: list[Any] = []
-
-            def cursor() -> PgTx:
-                cursors.append(conn.cursor(binary=True))
-                return PgTx(cursors[-1])
-
-            try:
-                with conn.pipeline(), conn.transaction():
-                    conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(int(depth), 40), 1000)}")
-                    # the lexical shortlist's narrow queries are what the GIN index is for;
-                    # the planner's estimates for them often choose a slower scan of every row
-                    conn.execute("SET LOCAL enable_seqscan = off")
-                    yield cursor
-            finally:
-                for c in cursors:
-                    c.close()
+            with conn.transaction(), conn.cursor(binary=True) as cur:
+                cur.execute(f"SET LOCAL hnsw.ef_search = {min(max(int(depth), 40), 1000)}")
+                # the lexical shortlist's narrow queries are what the GIN index is for; the
+                # planner's estimates for them often choose a slower scan of every row
+                cur.execute("SET LOCAL enable_seqscan = off")
+                yield PgTx(cur)

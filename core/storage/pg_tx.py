@@ -34,11 +34,6 @@ class PgTx:
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         return self.cur.execute(self._sql(sql), params).fetchall()
 
-    def send(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """Execute without fetching: the cursor, whose rows are fetched later (in pipeline
-        mode the statement waits to be sent with the next ones until then)."""
-        return self.cur.execute(self._sql(sql), params)
-
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self.cur.execute(self._sql(sql), params).rowcount
 
