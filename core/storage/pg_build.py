@@ -16,9 +16,15 @@ log = logging.getLogger(__name__)
 
 TEXT_SEARCH = "english"
 """PostgreSQL text search configuration of the keys' lexemes (stems English)."""
-LEXEMES = f"to_tsvector('{TEXT_SEARCH}', m.key)"
-"""A memory's lexemes: the GIN index's own expression, so the planner uses it for them."""
-LEXEME_INDEX = "memories_lexemes"
+LEXEMES = "m.lexemes"
+"""A memory's lexemes: a column the store's trigger fills on write (`pg_schema`), so that a
+search reads them instead of computing them again for every row it touches."""
+LEXEME_INDEX = "memories_by_lexemes"
+LEGACY_INDEX = "memories_lexemes"
+"""The previous release's GIN index over the lexemes' expression, dropped once the column's
+index is valid."""
+BACKFILL = 5_000
+"""Memories whose lexemes one statement of the build fills (rows written before the column)."""
 BUILD_LOCK = lock_key("rmm-search-build")
 """Held (per session) by the process building the search indexes."""
 POLL_S = 0.2
@@ -34,7 +40,7 @@ def _ddl(dim: int) -> dict[str, str]:
     """Index name → its concurrent creation."""
     return {
         LEXEME_INDEX: f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {LEXEME_INDEX} ON memories "
-                      f"USING gin (to_tsvector('{TEXT_SEARCH}', key))",
+                      "USING gin (lexemes)",
         _vector_index(dim): f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {_vector_index(dim)} ON "
                            f"memory_vectors USING hnsw ((vec::vector({int(dim)})) "
                            "vector_ip_ops) WHERE idx = 0",
@@ -57,15 +63,18 @@ def search_ready(conn: Any, schema: str, dim: int) -> bool:
 
 
 def build(conn: Any, schema: str, dim: int, stop: threading.Event | None = None) -> bool:
-    """Create the missing search indexes on autocommit `conn` (search_path set), rebuilding
-    invalid ones, then drop the stored full-text column of earlier releases (its index goes
-    with it). Waits while another process builds; False: `stop` was set meanwhile."""
+    """Fill the lexemes of rows written before their column, create the missing search
+    indexes on autocommit `conn` (search_path set), rebuilding invalid ones, then drop the
+    full-text index and column of earlier releases. Waits while another process builds;
+    False: `stop` was set meanwhile."""
     stop = stop or threading.Event()
     while not conn.execute("SELECT pg_try_advisory_lock(%s)", (BUILD_LOCK,)).fetchone()[0]:
         if stop.wait(POLL_S):
             return False
     try:
         conn.execute("SET maintenance_work_mem = '256MB'")
+        if not _backfill(conn, stop):
+            return False
         ddl = _ddl(dim)
         valid = _valid(conn, schema, list(ddl))
         for name, create in ddl.items():
@@ -75,6 +84,7 @@ def build(conn: Any, schema: str, dim: int, stop: threading.Event | None = None)
                 conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
             if not valid.get(name):
                 conn.execute(create)
+        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {LEGACY_INDEX}")
         if conn.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = %s "
                         "AND table_name = 'memories' AND column_name = 'tsv'",
                         (schema,)).fetchone():
@@ -83,6 +93,22 @@ def build(conn: Any, schema: str, dim: int, stop: threading.Event | None = None)
     finally:
         conn.execute("RESET maintenance_work_mem")
         conn.execute("SELECT pg_advisory_unlock(%s)", (BUILD_LOCK,))
+
+
+def _backfill(conn: Any, stop: threading.Event) -> bool:
+    """Fill the lexemes of the rows written before their column existed, `BACKFILL` rows a
+    statement in key order (short transactions: writers wait for no more than one); False:
+    `stop` was set meanwhile."""
+    last = ""
+    while not stop.is_set():
+        done = conn.execute(
+            f"UPDATE memories m SET lexemes = to_tsvector('{TEXT_SEARCH}', m.key) WHERE m.id IN "
+            "(SELECT id FROM memories WHERE id > %s AND lexemes IS NULL ORDER BY id LIMIT %s) "
+            "RETURNING m.id", (last, BACKFILL)).fetchall()
+        if not done:
+            return True
+        last = max(r[0] for r in done)
+    return False
 
 
 class Builder:

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..errors import StorageError
 from .base import SCHEMA_VERSION
+from .pg_build import TEXT_SEARCH
 from .pg_tx import SCHEMA_LOCK, PgTx
 from .redact import redact
 from .sql import APP_ID, read_schema_version, rename_legacy_user_state
@@ -77,6 +78,20 @@ CREATE INDEX IF NOT EXISTS memory_changes_by_generation ON memory_changes (user_
 
 assert max(MIGRATIONS) == SCHEMA_VERSION
 
+LEXEMES_DDL = f"""
+ALTER TABLE memories ADD COLUMN lexemes tsvector;
+CREATE OR REPLACE FUNCTION memories_lexemes() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN NEW.lexemes := to_tsvector('{TEXT_SEARCH}', NEW.key); RETURN NEW; END $$;
+CREATE TRIGGER memories_lexemes BEFORE INSERT OR UPDATE OF key ON memories
+    FOR EACH ROW EXECUTE FUNCTION memories_lexemes();
+"""
+"""Each memory's key's lexemes, filled on write by the server itself (so by every release
+that writes): what in-database search matches and scores. A column without a default is
+added without rewriting the table; rows written before it are filled by the search
+indexes' build (`pg_build`). Not a versioned step: an earlier release still reads and
+writes the store, and a store that never searches in the database pays one `to_tsvector`
+a write."""
+
 
 def migrate(conn: Any, schema: str, url: str) -> None:
     """Create or upgrade `schema` on an autocommit connection, one process at a time
@@ -111,6 +126,10 @@ def migrate(conn: Any, schema: str, url: str) -> None:
         for step in range(version + 1, SCHEMA_VERSION + 1):
             if MIGRATIONS[step]:
                 conn.execute(MIGRATIONS[step])
+        if not conn.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = %s "
+                            "AND table_name = 'memories' AND column_name = 'lexemes'",
+                            (schema,)).fetchone():
+            conn.execute(LEXEMES_DDL)
         if 0 < version < 3:
             rename_legacy_user_state(PgTx(conn))
         if version == 0:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .base import SignalRow
-from .pg_build import LEXEME_INDEX, LEXEMES, TEXT_SEARCH, Builder, build, search_ready
+from .pg_build import LEXEMES, TEXT_SEARCH, Builder, build, search_ready
 from .pg_tx import PgTx
 
 _NEAR = ("SELECT v.memory_id, m.speakers, -({order}) FROM memory_vectors v "
@@ -22,12 +22,10 @@ _NEAR = ("SELECT v.memory_id, m.speakers, -({order}) FROM memory_vectors v "
          "ORDER BY {order} LIMIT ?")
 _NEAR_ORDER = "v.vec::vector({dim}) <#> ?::vector({dim})"
 """The HNSW index's own expression: the planner uses the index for exactly this order."""
-_LEXICAL = ("SELECT m.id, m.speakers, {score} FROM (SELECT m.id, m.speakers, m.key FROM "
-            f"(SELECT m.id, m.speakers, m.key, {LEXEMES} AS tsv FROM memories m WHERE "
-            f"m.user_id = ? AND {LEXEMES} @@ CAST(? AS tsquery) {{where}} OFFSET 0) m "
+_LEXICAL = ("SELECT m.id, m.speakers, {score} FROM (SELECT m.id, m.speakers, m.lexemes FROM "
+            f"memories m WHERE m.user_id = ? AND {LEXEMES} @@ CAST(? AS tsquery) {{where}} "
             "ORDER BY {rough} DESC LIMIT ?) m")
-"""The best matches of a shortlist query by the rough score, with their exact one (`OFFSET
-0` keeps the planner from computing a row's lexemes again at each use in the rough score)."""
+"""The best matches of a shortlist query by the rough score, with their exact one."""
 _MISSING = ("SELECT m.id, {score}, NULL FROM memories m WHERE m.user_id = ? AND m.id = ANY(?) "
             "UNION ALL SELECT v.memory_id, NULL, -(v.vec <#> ?) FROM memory_vectors v "
             "WHERE v.memory_id = ANY(?) AND v.idx = 0")
@@ -42,11 +40,11 @@ _LENGTH = f"SELECT COUNT(*), AVG(length({LEXEMES})) FROM {_EVENLY}"
 _FREQS = ("SELECT e.lexeme, s.f FROM unnest(tsvector_to_array(to_tsvector("
           f"'{TEXT_SEARCH}', ?))) e(lexeme) LEFT JOIN (SELECT unnest(most_common_elems::text::"
           "text[]) AS lexeme, unnest(most_common_elem_freqs) AS f FROM pg_stats WHERE "
-          f"schemaname = ? AND tablename = '{LEXEME_INDEX}') s USING (lexeme)")
-"""The query's lexemes with their share of the memories holding them (ANALYZE's estimate,
-kept for the lexeme index's expression; None: rarer than any it lists)."""
-_COUNT = (f"SELECT {{counts}} FROM (SELECT {LEXEMES} AS tsv FROM memories m WHERE "
-          f"m.user_id = ? AND {LEXEMES} @@ CAST(? AS tsquery) OFFSET 0) m")
+          "schemaname = ? AND tablename = 'memories' AND attname = 'lexemes') s USING (lexeme)")
+"""The query's lexemes with their share of the memories holding them (ANALYZE's estimate
+for the lexemes' column; None: rarer than any it lists)."""
+_COUNT = (f"SELECT {{counts}} FROM memories m WHERE m.user_id = ? AND {LEXEMES} @@ "
+          "CAST(? AS tsquery)")
 """How many of the user's memories hold each of some lexemes (`{counts}`: one COUNT each)."""
 LENGTH_SAMPLE = 500
 """Memories spread over a user's bank whose mean length stands for the bank's."""
@@ -59,13 +57,15 @@ MAX_COMMON = 8
 _VECTORS = ("LEFT JOIN LATERAL (SELECT MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx = 0) AS unit, "
             "MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx > 0) AS turn FROM memory_vectors v "
             "WHERE v.memory_id = m.id) vs ON true")
-_NEIGHBOUR = (
-    "(SELECT n.id FROM memories n WHERE n.user_id = m.user_id AND "
-    "(n.session_ids::jsonb ->> 0) = (m.session_ids::jsonb ->> 0) AND n.seq = "
-    "(SELECT {pick}(o.seq) FROM memories o WHERE o.user_id = m.user_id AND o.seq {op} m.seq))")
-_ADJACENT = (f"{_NEIGHBOUR.format(pick='MAX', op='<')} AS prev, "
-             f"{_NEIGHBOUR.format(pick='MIN', op='>')} AS next")
-"""A memory's previous and next memory (in the user's order) when of the same session."""
+_NEIGHBOUR = ("LEFT JOIN LATERAL (SELECT o.id, o.session_ids FROM memories o WHERE "
+              "o.user_id = m.user_id AND o.seq {op} m.seq ORDER BY o.seq {order} LIMIT 1) {name} "
+              "ON true")
+_ADJACENT = " ".join(_NEIGHBOUR.format(op=op, order=order, name=name)
+                     for op, order, name in (("<", "DESC", "pv"), (">", "ASC", "nx")))
+_SAME_SESSION = ("CASE WHEN ({name}.session_ids::jsonb ->> 0) = (m.session_ids::jsonb ->> 0) "
+                 "THEN {name}.id END")
+"""A memory's previous and next memory in the user's order (`pv`, `nx`); each counts as its
+neighbour when of the same session (`_SAME_SESSION`)."""
 
 
 @dataclass(frozen=True)
@@ -85,20 +85,20 @@ class LexicalQuery:
         if not self.idf:
             return "0.0", []
         return ("(SELECT COALESCE(SUM(w.idf * cardinality(u.positions) / (cardinality("
-                f"u.positions) + {K1} * ({1 - B} + {B} * length(t.tsv) / ?::float8))), 0) "
-                f"FROM (SELECT {LEXEMES} AS tsv OFFSET 0) t, unnest(t.tsv) u JOIN unnest("
+                f"u.positions) + {K1} * ({1 - B} + {B} * length({LEXEMES}) / ?::float8))), 0) "
+                f"FROM unnest({LEXEMES}) u JOIN unnest("
                 "CAST(? AS text[]), CAST(? AS float8[])) w(lexeme, idf) USING (lexeme))",
                 [self.avg_length, list(self.idf), list(self.idf.values())])
 
     def rough(self) -> tuple[str, list[Any]]:
         """`score` counting each lexeme once: no per-row unnesting, so cheap enough to order
-        every memory that matches a shortlist query (over `m.tsv`, as `_LEXICAL` names them)."""
+        every memory that matches a shortlist query."""
         if not self.idf:
             return "0.0", []
-        held = " + ".join(["CASE WHEN m.tsv @@ CAST(? AS tsquery) THEN ?::float8 ELSE 0 END"]
+        held = " + ".join([f"CASE WHEN {LEXEMES} @@ CAST(? AS tsquery) THEN ?::float8 ELSE 0 END"]
                           * len(self.idf))
         params = [p for t, w in self.idf.items() for p in (_tsquery([t]), w)]
-        return (f"(({held}) / ({K1} * ({1 - B} + {B} * length(m.tsv) / ?::float8) + 1))",
+        return (f"(({held}) / ({K1} * ({1 - B} + {B} * length({LEXEMES}) / ?::float8) + 1))",
                 [*params, self.avg_length])
 
 
@@ -199,7 +199,7 @@ class PostgresSearch:
             rare = [t for t, f in shares.items() if not f or f < RARE]
             held = dict(shares)
             if rare:
-                counts = ", ".join(["COUNT(*) FILTER (WHERE m.tsv @@ CAST(? AS tsquery))"]
+                counts = ", ".join([f"COUNT(*) FILTER (WHERE {LEXEMES} @@ CAST(? AS tsquery))"]
                                    * len(rare))
                 row = tx.one(_COUNT.format(counts=counts),
                              ([_tsquery([t]) for t in rare] + [user_id, _tsquery(rare)]))
@@ -270,7 +270,9 @@ class PostgresSearch:
         where, params = _filter_sql(filters)
         score, weights = words.score()
         rows = self._read(
-            f"WITH p AS (SELECT m.id, {_ADJACENT} FROM memories m WHERE m.user_id = ? "
+            f"WITH p AS (SELECT m.id, {_SAME_SESSION.format(name='pv')} AS prev, "
+            f"{_SAME_SESSION.format(name='nx')} AS next FROM memories m {_ADJACENT} "
+            "WHERE m.user_id = ? "
             "AND m.id = ANY(?)), "
             "extra AS (SELECT DISTINCT m.id FROM p JOIN memories m ON m.id IN (p.prev, p.next) "
             f"WHERE m.id <> ALL(?) {where}), "

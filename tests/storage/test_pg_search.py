@@ -47,7 +47,7 @@ QUERIES = {
     "food": "what do I like to eat",
 }
 
-SEARCH_INDEXES = {"memories_lexemes", "memory_vectors_hnsw_384"}
+SEARCH_INDEXES = {"memories_by_lexemes", "memory_vectors_hnsw_384"}
 """What in-database search adds to the schema (for the test embedder's 384 dimensions)."""
 SOON = 60.0
 """Seconds within which what must not wait for the index build completes."""
@@ -119,7 +119,7 @@ def test_search_indexes_are_created_on_open_of_an_existing_store_and_again_idemp
     old = open_memory(search_backend="process")  # a schema-5 store as the last release left it
     ids = _fill(old)
     old.close()
-    run_sql(store_target, ["DROP INDEX IF EXISTS memories_lexemes",
+    run_sql(store_target, ["DROP INDEX IF EXISTS memories_by_lexemes",
                            "DROP INDEX IF EXISTS memory_vectors_hnsw_384"])
     assert not SEARCH_INDEXES & _indexes(store_target)
     mem = open_memory(search_backend="database")
@@ -265,6 +265,55 @@ def test_a_store_with_the_earlier_stored_full_text_column_moves_to_the_lexeme_in
     assert mem.search(QUERIES["sister"], user_id="u").hits[0].memory.id == ids["sister"]
     new = mem.add("I collect vintage fountain pens", user_id="u")[0]
     assert mem.search("fountain pens", user_id="u").hits[0].memory.id == new.id
+
+
+def _lexemes(target: str) -> tuple[bool, int]:
+    """Whether the memories have a lexemes column, and how many of them it leaves empty."""
+    import psycopg
+
+    base, schema = split_target(target)
+    with psycopg.connect(base) as conn:
+        if not conn.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = %s "
+                            "AND table_name = 'memories' AND column_name = 'lexemes'",
+                            (schema,)).fetchone():
+            return False, 0
+        return True, conn.execute(
+            f"SELECT COUNT(*) FROM {schema}.memories WHERE lexemes IS NULL").fetchone()[0]
+
+
+@on_postgres
+def test_a_store_of_the_last_release_gets_a_filled_lexemes_column_and_its_index(
+        open_memory, store_target):
+    ids = _fill(open_memory(search_backend="process"))
+    run_sql(store_target, [  # as the last release left it: lexemes computed by an expression
+        "DROP TRIGGER IF EXISTS memories_lexemes ON memories",
+        "DROP FUNCTION IF EXISTS memories_lexemes()",
+        "ALTER TABLE memories DROP COLUMN IF EXISTS lexemes",
+        "CREATE INDEX memories_lexemes ON memories USING gin (to_tsvector('english', key))"])
+    assert _lexemes(store_target) == (False, 0)
+    mem = open_memory(search_backend="database")
+    assert _lexemes(store_target) == (True, 0)  # the rows written before it, filled
+    assert SEARCH_INDEXES <= _indexes(store_target)
+    assert "memories_lexemes" not in _indexes(store_target)
+    assert mem.search(QUERIES["sister"], user_id="u").hits[0].memory.id == ids["sister"]
+    new = mem.add("I collect vintage fountain pens", user_id="u")[0]  # filled by the server
+    assert mem.search("fountain pens", user_id="u").hits[0].memory.id == new.id
+    assert _lexemes(store_target) == (True, 0)
+
+
+@on_postgres
+def test_a_memory_whose_key_changes_gets_its_new_lexemes(open_memory, store_target):
+    import psycopg
+
+    mem = open_memory(search_backend="database")
+    ids = _fill(mem)
+    mem.update(ids["piano"], "I play the cello in a string quartet", user_id="u")
+    base, schema = split_target(store_target)
+    with psycopg.connect(base) as conn:
+        lexemes = conn.execute(f"SELECT lexemes::text FROM {schema}.memories WHERE id = %s",
+                               (ids["piano"],)).fetchone()[0]
+    assert "'cello'" in lexemes and "'piano'" not in lexemes
+    assert mem.search("cello quartet", user_id="u").hits[0].memory.id == ids["piano"]
 
 
 @on_postgres
