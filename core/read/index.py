@@ -173,10 +173,17 @@ class UserIndex:
         return self._lexical_by_slot(query)[self._slot]
 
     def _lexical_by_slot(self, query: str) -> np.ndarray:
+        slots, values = self._lexical_hits(query)
+        out = np.zeros(len(self._position), dtype=np.float32)
+        out[slots] = values
+        return out
+
+    def _lexical_hits(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """The slots whose key holds a query word (ascending) and their BM25 scores."""
         tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
         if not self.ids or not tokens:
-            return np.zeros(len(self._position), dtype=np.float32)
-        return self._lexicon.scores(tokens)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        return self._lexicon.hits(tokens)
 
     def _units_at(self, positions: np.ndarray) -> np.ndarray:
         """The own vectors of the memories at `positions` (zeros for one without vectors)."""
@@ -355,15 +362,14 @@ class UserIndex:
                      unit_stats: tuple[float, float]) -> _Signals:
         """The approximate index's nearest memories and BM25's best, with BM25's exact scale
         over the bank (from the memories it scores at all) and the dense one given."""
-        by_slot = self._lexical_by_slot(query_text)
-        hit = np.flatnonzero(by_slot)
-        values = by_slot[hit].astype(np.float64)
+        hit, scores = self._lexical_hits(query_text)
+        values = scores.astype(np.float64)
         n = len(self.ids)
         mean = float(values.sum()) / n
         spread = math.sqrt(max(float(np.square(values).sum()) / n - mean * mean, 0.0)) or 1.0
-        if len(hit) > LEXICAL_DEPTH:
-            hit = hit[np.argpartition(-values, LEXICAL_DEPTH)[:LEXICAL_DEPTH]]
-        positions = np.union1d(self._near(query_vec, DEPTH), self._position[hit])
+        best = hit if len(hit) <= LEXICAL_DEPTH else \
+            hit[np.argpartition(-values, LEXICAL_DEPTH)[:LEXICAL_DEPTH]]
+        positions = np.union1d(self._near(query_vec, DEPTH), self._position[best])
         if subset is not None:
             positions = positions[_within(subset, positions)]
         listed_unit = self._units_at(positions) @ query_vec
@@ -375,8 +381,14 @@ class UserIndex:
             out[~found] = self._units_at(at[~found]) @ query_vec
             return out
 
-        return _Signals(positions, (mean, spread), unit_stats,
-                        lambda at: by_slot[self._slot[at]], unit_at)
+        def lexical_at(at: np.ndarray) -> np.ndarray:  # 0 where no query word is
+            slots = self._slot[at]
+            found = _within(hit, slots)
+            out = np.zeros(len(at), dtype=np.float32)
+            out[found] = scores[np.searchsorted(hit, slots[found])]
+            return out
+
+        return _Signals(positions, (mean, spread), unit_stats, lexical_at, unit_at)
 
     def _pool(self, signals: _Signals, scale: Scale, weights: FusionWeights,
               assistant: Callable[[np.ndarray], np.ndarray],
