@@ -192,8 +192,10 @@ class Lexicon:
                 if part is None:
                     continue
                 slots, tf = part.of(tid)
-                live = self._alive[slots]
-                slots, tf = slots[live], tf[live].astype(np.float64)
+                if self.n_docs < self.n_slots:  # some slots dropped
+                    live = self._alive[slots]
+                    slots, tf = slots[live], tf[live]
+                tf = tf.astype(np.float64)
                 tfc = tf / (K1 * ((1 - B) + B * lengths[slots] / mean) + tf)
                 if len(slots):
                     yield slots, (idf * tfc).astype(np.float32)
