@@ -243,11 +243,11 @@ class UserIndex:
         within = np.arange(int(counts.sum())) - np.repeat(offsets, counts)
         return np.repeat(starts, counts) + within, offsets, has
 
-    def _sampled(self) -> tuple[np.ndarray, np.ndarray, TurnRows]:
-        """Z_SAMPLE memories spread over a large bank, their unit vectors and turn rows."""
+    def _sampled(self) -> tuple[np.ndarray, TurnRows]:
+        """The unit vectors and turn rows of Z_SAMPLE memories spread over a large bank."""
         if self._sample is None:
             positions = evenly(len(self.ids), Z_SAMPLE)
-            self._sample = (positions, np.ascontiguousarray(self._units_at(positions)),
+            self._sample = (np.ascontiguousarray(self._units_at(positions)),
                             self._turn_rows(positions))
         return self._sample
 
@@ -330,7 +330,7 @@ class UserIndex:
             unit_all, turn_sample = self._dense_everywhere(query_vec)
             signals = self._everywhere(query_text, unit_all, subset)
         else:
-            _, sample_units, sample_turns = self._sampled()
+            sample_units, sample_turns = self._sampled()
             sample_unit = sample_units @ query_vec
             turn_sample = sample_turns.best(query_vec, sample_unit)
             exhaustive = ((n <= EXACT_LIMIT if exact is None else exact)
@@ -362,7 +362,7 @@ class UserIndex:
         lexical = self.lexical_scores(query_text)
         positions = np.arange(len(self.ids)) if subset is None else subset
         return Signals(positions, stats(lexical), stats(unit), lexical.__getitem__,
-                        unit.__getitem__)
+                       unit.__getitem__)
 
     def _dense_everywhere(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every memory's unit cosine and best turn cosine (its unit one when it has no
