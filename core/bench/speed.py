@@ -96,12 +96,13 @@ def run_bank(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace)
     build_s = time.perf_counter() - t0
     index = mem._indexes.get(user)
     rss, peak = rss_mb()
-    search_ms = timed(lambda q: mem.search(q, user_id=user, k=args.k), queries)
-    embed_ms = timed(lambda q: embedder.embed([q]), queries)
     query_vecs = embedder.embed(queries)
     top = mem.config.candidates
     raw, raw_name = _raw_faiss(index._units_at, len(index), len(index) > EXACT_LIMIT)
-    faiss_ms = timed(lambda v: raw.search(v[None, :], top), query_vecs)
+    search_ms, embed_ms, faiss_ms = interleaved([
+        lambda i: mem.search(queries[i], user_id=user, k=args.k),
+        lambda i: embedder.embed([queries[i]]),
+        lambda i: raw.search(query_vecs[i][None, :], top)], range(len(queries)))
     agreement = exact_agreement(mem, user, queries[:100], top)
     first_ms, cached_ms, reflect_ms = _after_sessions(mem, vocab, user, queries, args)
     s50, s95 = np.percentile(search_ms, [50, 95])
@@ -133,6 +134,16 @@ def run_bank(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace)
         print(f"after each of {len(first_ms)} new 2-turn sessions (end_session p50 "
               f"{np.median(reflect_ms):.0f} ms): first search p50 {a50:.1f} ms / p95 "
               f"{a95:.1f} ms, a cached search {c50:.1f} ms: {a50 - c50:+.1f} ms")
+
+
+def interleaved(calls: list[Callable[[Any], Any]], items: Any) -> list[list[float]]:
+    """Milliseconds of each call on each item, the calls taking turns item by item, so
+    that a machine's load moving during a run weighs on all of them alike."""
+    out: list[list[float]] = [[] for _ in calls]
+    for item in items:
+        for call, times in zip(calls, out):
+            times += timed(call, [item])
+    return out
 
 
 def _raw_faiss(units_at: Callable[[np.ndarray], np.ndarray], n: int, approximate: bool

@@ -149,8 +149,37 @@ class Lexicon:
         """The BM25 score of every slot for the query tokens (0 for dropped slots); a token
         given twice counts twice, as in bm25s."""
         out = np.zeros(self.n_slots, dtype=np.float32)
+        slots, values = self.hits(query)
+        out[slots] = values
+        return out
+
+    def hits(self, query: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The slots that hold a query token (ascending) and their BM25 scores, the values
+        `scores` gives there, at the cost of the query tokens' postings alone (no pass over
+        every slot: a large bank's search needs no more)."""
+        parts = list(self._contributions(query))
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        every = np.concatenate([slots for slots, _ in parts])
+        order = np.argsort(every, kind="stable")
+        ranked = every[order]
+        first = np.empty(len(ranked), dtype=bool)
+        first[0] = True
+        np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
+        group = np.empty(len(ranked), dtype=np.int64)
+        group[order] = np.cumsum(first) - 1
+        out = np.zeros(int(first.sum()), dtype=np.float32)
+        start = 0
+        for slots, values in parts:  # token by token, as a sum over every slot would add
+            out[group[start:start + len(slots)]] += values
+            start += len(slots)
+        return ranked[first], out
+
+    def _contributions(self, query: list[str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Per query token and postings part: the live slots holding it and its float32
+        share of their score."""
         if not self.n_docs:
-            return out
+            return
         mean = np.float64(self.total_length) / self.n_docs
         lengths = self._docs.lengths
         for token in query:
@@ -163,11 +192,13 @@ class Lexicon:
                 if part is None:
                     continue
                 slots, tf = part.of(tid)
-                live = self._alive[slots]
-                slots, tf = slots[live], tf[live].astype(np.float64)
+                if self.n_docs < self.n_slots:  # some slots dropped
+                    live = self._alive[slots]
+                    slots, tf = slots[live], tf[live]
+                tf = tf.astype(np.float64)
                 tfc = tf / (K1 * ((1 - B) + B * lengths[slots] / mean) + tf)
-                out[slots] += (idf * tfc).astype(np.float32)
-        return out
+                if len(slots):
+                    yield slots, (idf * tfc).astype(np.float32)
 
     def frequencies(self) -> Mapping[str, int]:
         """How many live documents hold each token."""

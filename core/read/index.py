@@ -3,9 +3,8 @@ own, rows 1.. its turns'), fused into one ranking (`fusion`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from .bm25 import Corpus, Lexicon
 from .bm25 import bm25_index as bm25_index  # imported from here by the tools
 from .fusion import Candidates, FusionWeights, Scale, stats
 from .listing import Listing
+from .signals import Signals, looked_up, sparse_stats, within
 from .slots import Chain, Rows, TurnRows, neighbours
 from .threads import one_blas_thread
 from .tokens import english_stemmer as english_stemmer  # and by the front door
@@ -173,10 +173,17 @@ class UserIndex:
         return self._lexical_by_slot(query)[self._slot]
 
     def _lexical_by_slot(self, query: str) -> np.ndarray:
+        slots, values = self._lexical_hits(query)
+        out = np.zeros(len(self._position), dtype=np.float32)
+        out[slots] = values
+        return out
+
+    def _lexical_hits(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """The slots whose key holds a query word (ascending) and their BM25 scores."""
         tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
         if not self.ids or not tokens:
-            return np.zeros(len(self._position), dtype=np.float32)
-        return self._lexicon.scores(tokens)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        return self._lexicon.hits(tokens)
 
     def _units_at(self, positions: np.ndarray) -> np.ndarray:
         """The own vectors of the memories at `positions` (zeros for one without vectors)."""
@@ -222,26 +229,27 @@ class UserIndex:
         return flags
 
     def _turn_rows(self, positions: np.ndarray) -> TurnRows:
+        rows, offsets, has = self._turn_index(positions)
+        return TurnRows(np.ascontiguousarray(self._rows[rows]), offsets, has)
+
+    def _turn_index(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The turn rows of the memories at `positions`, where each one's start among them
+        (for those that have any), and which have any."""
         slots = self._slot[positions]
         starts, counts = self._row_start[slots] + 1, np.maximum(self._row_count[slots] - 1, 0)
         has = counts > 0
         counts, starts = counts[has], starts[has]
         offsets = np.cumsum(counts) - counts
         within = np.arange(int(counts.sum())) - np.repeat(offsets, counts)
-        rows = np.repeat(starts, counts) + within
-        return TurnRows(np.ascontiguousarray(self._rows[rows]), offsets, has)
+        return np.repeat(starts, counts) + within, offsets, has
 
-    def _sampled(self) -> tuple[np.ndarray, np.ndarray, TurnRows]:
-        """Z_SAMPLE memories spread over the bank, their unit vectors and turn rows (kept
-        for large banks only: on a small one they are all its vectors, copied again)."""
-        if self._sample is not None:
-            return self._sample
-        positions = evenly(len(self.ids), Z_SAMPLE)
-        sample = (positions, np.ascontiguousarray(self._units_at(positions)),
-                  self._turn_rows(positions))
-        if len(self.ids) > Z_SAMPLE:
-            self._sample = sample
-        return sample
+    def _sampled(self) -> tuple[np.ndarray, TurnRows]:
+        """The unit vectors and turn rows of Z_SAMPLE memories spread over a large bank."""
+        if self._sample is None:
+            positions = evenly(len(self.ids), Z_SAMPLE)
+            self._sample = (np.ascontiguousarray(self._units_at(positions)),
+                            self._turn_rows(positions))
+        return self._sample
 
     def dense_scores(self, query: np.ndarray, depth: int) -> dict[int, float]:
         """Best cosine per memory over all its vectors, best first: the memories of the top
@@ -317,13 +325,20 @@ class UserIndex:
                 subset: np.ndarray | None) -> Candidates:
         """`search` on a bank that has memories to rank."""
         n = len(self.ids)
-        sample, sample_units, sample_turns = self._sampled()
-        sample_unit = sample_units @ query_vec
-        exhaustive = ((n <= EXACT_LIMIT if exact is None else exact)
-                      or n <= 2 * (DEPTH + LEXICAL_DEPTH)
-                      or (subset is not None and len(subset) <= EXACT_LIMIT))
-        signals = (self._everywhere(query_text, query_vec, subset) if exhaustive else
-                   self._shortlisted(query_text, query_vec, subset, stats(sample_unit)))
+        everyone = n <= Z_SAMPLE  # else the turn signal's spread comes from a sample
+        if everyone:  # the sample is every memory: one product gives both dense signals
+            unit_all, turn_sample = self._dense_everywhere(query_vec)
+            signals = self._everywhere(query_text, unit_all, subset)
+        else:
+            sample_units, sample_turns = self._sampled()
+            sample_unit = sample_units @ query_vec
+            turn_sample = sample_turns.best(query_vec, sample_unit)
+            exhaustive = ((n <= EXACT_LIMIT if exact is None else exact)
+                          or n <= 2 * (DEPTH + LEXICAL_DEPTH)
+                          or (subset is not None and len(subset) <= EXACT_LIMIT))
+            signals = (self._everywhere(query_text, self.unit_scores(query_vec), subset)
+                       if exhaustive else
+                       self._shortlisted(query_text, query_vec, subset, stats(sample_unit)))
         if not len(signals.positions):
             return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         flags = self._assistant_flags(weights) if weights.assistant else None
@@ -332,53 +347,60 @@ class UserIndex:
             return flags[self._slot[at]] if flags is not None else \
                 np.zeros(len(at), dtype=np.float32)
 
-        turn_sample = sample_turns.best(query_vec, sample_unit)
         scale = Scale(signals.lexical_stats, signals.unit_stats, stats(turn_sample))
         pool = self._pool(signals, scale, weights, assistant, subset)
         unit = signals.unit_at(pool)
-        everyone = n <= Z_SAMPLE  # else estimate the turn signal's spread from the sample
         turn = turn_sample[pool] if everyone else self.turn_scores(query_vec, pool, unit)
         fused, spread = scale.fuse(weights, signals.lexical_at(pool), unit, turn,
                                    assistant(pool), (pool, self._prev, self._next))
         order = np.argsort(-fused, kind="stable")[:top]
         return Candidates(pool[order], fused[order], replace(scale, fused=spread))
 
-    def _everywhere(self, query_text: str, query_vec: np.ndarray,
-                    subset: np.ndarray | None) -> _Signals:
-        """Every memory's signals (those of `subset` to rank)."""
-        lexical, unit = self.lexical_scores(query_text), self.unit_scores(query_vec)
+    def _everywhere(self, query_text: str, unit: np.ndarray,
+                    subset: np.ndarray | None) -> Signals:
+        """Every memory's signals, given its `unit` cosines (those of `subset` to rank)."""
+        lexical = self.lexical_scores(query_text)
         positions = np.arange(len(self.ids)) if subset is None else subset
-        return _Signals(positions, stats(lexical), stats(unit), lexical.__getitem__,
-                        unit.__getitem__)
+        return Signals(positions, stats(lexical), stats(unit), lexical.__getitem__,
+                       unit.__getitem__)
+
+    def _dense_everywhere(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every memory's unit cosine and best turn cosine (its unit one when it has no
+        turns), from one product over all vector rows."""
+        if not self._n_rows:
+            zeros = np.zeros(len(self.ids), dtype=np.float32)
+            return zeros, zeros
+        sims = self._rows @ query
+        slots = self._slot
+        unit = sims[self._row_start[slots]]
+        unit[self._row_count[slots] == 0] = 0.0
+        rows, offsets, has = self._turn_index(np.arange(len(self.ids)))
+        turn = unit.copy()
+        if len(rows):
+            turn[has] = np.maximum.reduceat(sims[rows], offsets)
+        return unit, turn
 
     def _shortlisted(self, query_text: str, query_vec: np.ndarray, subset: np.ndarray | None,
-                     unit_stats: tuple[float, float]) -> _Signals:
+                     unit_stats: tuple[float, float]) -> Signals:
         """The approximate index's nearest memories and BM25's best, with BM25's exact scale
         over the bank (from the memories it scores at all) and the dense one given."""
-        by_slot = self._lexical_by_slot(query_text)
-        hit = np.flatnonzero(by_slot)
-        values = by_slot[hit].astype(np.float64)
-        n = len(self.ids)
-        mean = float(values.sum()) / n
-        spread = math.sqrt(max(float(np.square(values).sum()) / n - mean * mean, 0.0)) or 1.0
-        if len(hit) > LEXICAL_DEPTH:
-            hit = hit[np.argpartition(-values, LEXICAL_DEPTH)[:LEXICAL_DEPTH]]
-        positions = np.union1d(self._near(query_vec, DEPTH), self._position[hit])
+        hit, scores = self._lexical_hits(query_text)
+        best = hit if len(hit) <= LEXICAL_DEPTH else \
+            hit[np.argpartition(-scores, LEXICAL_DEPTH)[:LEXICAL_DEPTH]]
+        positions = np.union1d(self._near(query_vec, DEPTH), self._position[best])
         if subset is not None:
-            positions = positions[_within(subset, positions)]
+            positions = positions[within(subset, positions)]
         listed_unit = self._units_at(positions) @ query_vec
 
         def unit_at(at: np.ndarray) -> np.ndarray:  # the listed ones' kept, others' computed
-            found = _within(positions, at)
-            out = np.empty(len(at), dtype=np.float32)
-            out[found] = listed_unit[np.searchsorted(positions, at[found])]
+            out, found = looked_up(positions, listed_unit, at)
             out[~found] = self._units_at(at[~found]) @ query_vec
             return out
 
-        return _Signals(positions, (mean, spread), unit_stats,
-                        lambda at: by_slot[self._slot[at]], unit_at)
+        return Signals(positions, sparse_stats(scores, len(self.ids)), unit_stats,
+                       lambda at: looked_up(hit, scores, self._slot[at])[0], unit_at)
 
-    def _pool(self, signals: _Signals, scale: Scale, weights: FusionWeights,
+    def _pool(self, signals: Signals, scale: Scale, weights: FusionWeights,
               assistant: Callable[[np.ndarray], np.ndarray],
               subset: np.ndarray | None) -> np.ndarray:
         """The sorted positions scored in full (turns, neighbours): all listed ones, or on a
@@ -392,25 +414,5 @@ class UserIndex:
         pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
         pool = pool[pool >= 0]
         if subset is not None:  # a neighbour outside the filter is not a candidate
-            pool = pool[_within(subset, pool)]
+            pool = pool[within(subset, pool)]
         return pool
-
-
-@dataclass(slots=True)
-class _Signals:
-    """A query's lexical and dense signals: their scale over the bank, their values at any
-    positions, and the sorted positions to rank."""
-
-    positions: np.ndarray
-    lexical_stats: tuple[float, float]
-    unit_stats: tuple[float, float]
-    lexical_at: Callable[[np.ndarray], np.ndarray]
-    unit_at: Callable[[np.ndarray], np.ndarray]
-
-
-def _within(sorted_positions: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """Whether each of `positions` is among `sorted_positions`."""
-    if not len(sorted_positions):
-        return np.zeros(len(positions), dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_positions, positions), len(sorted_positions) - 1)
-    return sorted_positions[at] == positions

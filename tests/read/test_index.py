@@ -72,3 +72,24 @@ def test_small_banks_are_always_exhaustive(embedder):
         list(index.search("note 7", vec, top=10, exact=True).positions)
     assert index._chain.ann is None  # no approximate index was built
     assert EXACT_LIMIT > 2 * (DEPTH + LEXICAL_DEPTH)
+
+
+def test_a_small_bank_s_dense_signals_come_from_one_product(embedder):
+    """On a bank of up to Z_SAMPLE memories, one product over every vector row gives each
+    memory's own cosine and its best turn cosine (its own one when it has no turns, 0 when
+    it has no vectors at all)."""
+    rng = np.random.default_rng(3)
+    counts = [3, 1, 0, 2, 1, 3] * 50  # own vector + turns; some own only, some none
+    vectors = rng.standard_normal((sum(counts), embedder.dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    n = len(counts)
+    index = UserIndex(IndexData(1, [f"m{i}" for i in range(n)], [f"note {i}" for i in range(n)],
+                                vectors, np.repeat(np.arange(n), counts), []))
+    query = vectors[7]
+    unit, turn = index._dense_everywhere(query)
+    for p in range(n):
+        sims = index.rows_of(p) @ query
+        own = sims[0] if len(sims) else 0.0
+        assert np.isclose(unit[p], own, atol=1e-6)
+        assert np.isclose(turn[p], sims[1:].max() if len(sims) > 1 else own, atol=1e-6)
+    assert np.array_equal(index.unit_scores(query), unit)  # the same product's values

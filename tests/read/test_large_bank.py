@@ -18,6 +18,7 @@ import rmm_core.read.ann as ann_module
 import rmm_core.read.index as index_module
 from rmm_core.bench.bank import bank_chunks, small_vocabulary, zipf_vocabulary
 from rmm_core.read.ann import Ann
+from rmm_core.read.bm25 import Lexicon
 from rmm_core.read.index import UserIndex
 from rmm_core.storage import open_store
 from rmm_core.storage.base import NewMemory
@@ -97,6 +98,28 @@ def test_a_shortlisted_search_scales_bm25_over_the_whole_bank(tmp_path, monkeypa
         exact = index.search(query, vec, top=20, exact=True)
         shared.append(len(set(fast.positions) & set(exact.positions)) / 20)
     assert np.mean(shared) >= 0.9
+    store.close()
+
+
+def test_a_shortlisted_search_makes_no_bm25_array_over_every_memory(tmp_path, monkeypatch,
+                                                                    embedder):
+    """BM25 of a shortlisted search comes from the query words' postings alone (`hits`),
+    not from a score per memory (an array and a scan of the whole bank per query)."""
+    monkeypatch.setattr(index_module, "EXACT_LIMIT", 1000)
+    store = open_store(str(tmp_path / "m.sqlite"))
+    fill(store, "u", 6000, dim=embedder.dim)
+    index = UserIndex(store.index_data("u"))
+    query = "w3 w7 n4242"
+    vec = embedder.embed([query])[0]
+    want = index.search(query, vec, top=20)
+
+    def every_memory(self, query):
+        raise AssertionError("a BM25 score per memory")
+
+    monkeypatch.setattr(Lexicon, "scores", every_memory)
+    found = index.search(query, vec, top=20)
+    assert np.array_equal(found.positions, want.positions)
+    assert np.array_equal(found.fused, want.fused)
     store.close()
 
 

@@ -1,0 +1,47 @@
+"""A query's lexical and dense signals as a ranking reads them: their scale over the bank
+and their values at any positions (kept for a shortlist, looked up by position)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(slots=True)
+class Signals:
+    """A query's lexical and dense signals: their scale over the bank, their values at any
+    positions, and the sorted positions to rank."""
+
+    positions: np.ndarray
+    lexical_stats: tuple[float, float]
+    unit_stats: tuple[float, float]
+    lexical_at: Callable[[np.ndarray], np.ndarray]
+    unit_at: Callable[[np.ndarray], np.ndarray]
+
+
+def within(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Whether each of `keys` is among `sorted_keys`."""
+    if not len(sorted_keys):
+        return np.zeros(len(keys), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return sorted_keys[at] == keys
+
+
+def looked_up(sorted_keys: np.ndarray, values: np.ndarray, keys: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The value of each of `keys` (0 where it is not among `sorted_keys`), and whether it
+    was there."""
+    found = within(sorted_keys, keys)
+    out = np.zeros(len(keys), dtype=values.dtype)
+    out[found] = values[np.searchsorted(sorted_keys, keys[found])]
+    return out, found
+
+
+def sparse_stats(values: np.ndarray, n: int) -> tuple[float, float]:
+    """Mean and spread (1 when 0) over `n` items of which those not in `values` are 0."""
+    values = values.astype(np.float64)
+    mean = float(values.sum()) / n
+    return mean, math.sqrt(max(float(np.square(values).sum()) / n - mean * mean, 0.0)) or 1.0
