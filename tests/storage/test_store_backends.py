@@ -9,6 +9,7 @@ import sqlite3
 import string
 import time
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
@@ -252,3 +253,47 @@ def test_postgres_reconnects_after_the_link_breaks(store):
     log(store)
     store._conn.close()  # as if the server dropped the connection
     assert [t.text for t in store.turns("u")] == ["a", "b"]
+
+
+def test_added_memories_are_returned_as_a_later_read_gives_them(store):
+    """`add_memories` builds its result from the rows written, without reading them back:
+    it must equal what `memories` reads (text the database escapes, JSON, timestamps)."""
+    user = uuid.uuid4().hex
+    odd = "nul\x00 and \ue000 escape é"
+    full = Memory(id=new_memory_id(), user_id=user, text=odd, key="k" + odd, refs=["t1", "t2"],
+                  speakers=["alice"], session_ids=["s1"],
+                  occurred_at=datetime(2024, 5, 1, 12, 30, tzinfo=timezone(timedelta(hours=2))),
+                  created_at=datetime(2024, 5, 2, 8, 0, 0, 123456, tzinfo=timezone.utc),
+                  attrs={"links": ["x"], "n": 1}, metadata={"agent_id": "a", "tags": ("p",),
+                                                            1: None})
+    adds = [NewMemory(full, unit(3)), new(user, "plain", []), new(user, "", [], n_vec=1)]
+    returned = store.add_memories(user, adds, source="direct")
+    assert returned == store.memories(user) == store.memories(user, [m.memory.id for m in adds])
+    assert [m.versions[0].reason for m in returned] == ["created"] * 3
+    assert returned[0].metadata == {"agent_id": "a", "tags": ["p"], "1": None}
+
+
+def test_a_reflection_returns_its_added_and_merged_memories_as_stored(store):
+    user = uuid.uuid4().hex
+    turns = log(store, user, texts=("a", "b", "c"))
+    [target] = store.commit_reflection(user, "s", 0, 1, [new(user, "old", [turns[0].id])], [])
+    merge = MergeInto(target.id, "merged", "merged", [turns[1].id], unit(2), "reflection",
+                      speakers=["x"], session_ids=["s"])
+    added = new(user, "added", [turns[2].id])
+    returned = store.commit_reflection(user, "s", 1, 3, [added], [merge])
+    assert [m.id for m in returned] == [added.memory.id, target.id]
+    assert returned == store.memories(user, [added.memory.id, target.id])
+    assert [v.reason for v in returned[1].versions] == ["created", "merged"]
+
+
+def test_a_batch_failing_mid_way_writes_nothing(store):
+    user = uuid.uuid4().hex
+    first = new(user, "first", [])
+    store.add_memories(user, [first], source="direct")
+    generation = store.index_data(user).generation
+    with pytest.raises(StorageError, match="(?i)unique|duplicate"):
+        store.add_memories(user, [new(user, "b", []), new(user, "c", []), first], source="x")
+    assert [m.text for m in store.memories(user)] == ["first"]
+    assert store.index_data(user).generation == generation
+    assert list(store.memory_vectors(user, [m.id for m in store.memories(user)])) == [
+        first.memory.id]

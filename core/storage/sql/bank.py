@@ -23,6 +23,23 @@ _VERSION_INSERT = ("INSERT INTO memory_versions (memory_id, user_id, version, te
 _VECTOR_INSERT = "INSERT INTO memory_vectors (memory_id, user_id, idx, vec) VALUES (?, ?, ?, ?)"
 
 
+_EMPTY_JSON = {list: "[]", dict: "{}"}
+_EMPTY_VALUE = {"[]": list, "{}": dict}
+
+
+def _dumps(value: Any) -> str:
+    """JSON text of a stored list or dict; empty ones (most of a bulk write's) skip the codec."""
+    if not value and type(value) in _EMPTY_JSON:
+        return _EMPTY_JSON[type(value)]
+    return json.dumps(value)
+
+
+def _loads(text: str) -> Any:
+    """The value of stored JSON text; empty lists and dicts skip the codec."""
+    make = _EMPTY_VALUE.get(text)
+    return make() if make is not None else json.loads(text)
+
+
 def _union(a: Sequence[str], b: Sequence[str]) -> list[str]:
     return list(dict.fromkeys([*a, *b]))
 
@@ -41,7 +58,7 @@ class MemoryBankSQL(IndexDataSQL):
                          (user_id, session_id))
             if row is None or row[0] != expected_reflected:
                 return None
-            self._insert_memories(db, user_id, adds, now, session_id)
+            added = self._insert_memories(db, user_id, adds, now, session_id)
             touched = [new.memory.id for new in adds]
             version_rows, vector_rows = [], []
             for merge in merges:
@@ -59,38 +76,45 @@ class MemoryBankSQL(IndexDataSQL):
                    (reflected, reflected, user_id, session_id))
             if touched:
                 self._bump(db, user_id, touched)
-        return self.memories(user_id, list(dict.fromkeys(touched)))
+        # only merged memories are read back; a merge into a memory just added wins over it
+        by_id = {m.id: m for m in added}
+        by_id.update((m.id, m) for m in self.memories(user_id, [m.target_id for m in merges]))
+        return [by_id[mid] for mid in dict.fromkeys(touched)]
 
     def _insert_memories(self, db: Tx, user_id: str, adds: Sequence[NewMemory],
-                         now: str | None, source: str) -> None:
-        """Insert new memories after the user's last, each with its first version."""
+                         now: str | None, source: str) -> list[Memory]:
+        """Insert new memories after the user's last, each with its first version; return
+        them decoded from the rows written (as `memories` would read them, without the read)."""
         if not adds:
-            return
+            return []
         seq = db.one("SELECT COALESCE(MAX(seq), 0) FROM memories WHERE user_id = ?",
                      (user_id,))[0]
         memory_rows, version_rows, vector_rows = [], [], []
         for position, new in enumerate(adds, start=seq + 1):
             m = new.memory
             memory_rows.append(self._memory_row(m, user_id, position))
-            version_rows.append((m.id, user_id, 1, self._enc(m.text), json.dumps(m.refs),
+            version_rows.append((m.id, user_id, 1, self._enc(m.text), _dumps(m.refs),
                                  "created", now, source))
             vector_rows += self._vector_rows(m.id, user_id, new.vectors)
         db.many(_MEMORY_INSERT, memory_rows)
         db.many(_VERSION_INSERT, version_rows)
         db.many(_VECTOR_INSERT, vector_rows)
+        out = [self._memory_from_row(r) for r in memory_rows]
+        for m, v in zip(out, version_rows):
+            m.versions.append(self._version_from_row(v[2:]))
+        return out
 
     def _memory_row(self, m: Memory, user_id: str, seq: int) -> tuple:
-        return (m.id, user_id, self._enc(m.text), self._enc(m.key), json.dumps(m.refs),
-                json.dumps(m.speakers), json.dumps(m.session_ids), iso(m.occurred_at),
-                iso(m.created_at), iso(m.updated_at), json.dumps(m.attrs),
-                json.dumps(m.metadata), seq)
+        return (m.id, user_id, self._enc(m.text), self._enc(m.key), _dumps(m.refs),
+                _dumps(m.speakers), _dumps(m.session_ids), iso(m.occurred_at),
+                iso(m.created_at), iso(m.updated_at), _dumps(m.attrs), _dumps(m.metadata), seq)
 
     def add_memories(self, user_id: str, adds: Sequence[NewMemory], source: str) -> list[Memory]:
         with self._tx(f"user:{user_id}") as db:
-            self._insert_memories(db, user_id, adds, iso(utcnow()), source)
+            added = self._insert_memories(db, user_id, adds, iso(utcnow()), source)
             if adds:
                 self._bump(db, user_id, [new.memory.id for new in adds])
-        return self.memories(user_id, [new.memory.id for new in adds])
+        return added
 
     def update_memory(self, user_id: str, memory_id: str, text: str, key: str,
                       vectors: np.ndarray, metadata: dict[str, Any]) -> Memory:
@@ -145,8 +169,8 @@ class MemoryBankSQL(IndexDataSQL):
                 "merged", now, merge.source)
 
     def _vector_rows(self, memory_id: str, user_id: str, vectors: np.ndarray) -> list[tuple]:
-        return [(memory_id, user_id, i, self._vec_param(np.asarray(v, dtype=np.float32)))
-                for i, v in enumerate(np.atleast_2d(vectors))]
+        return [(memory_id, user_id, i, self._vec_param(v))
+                for i, v in enumerate(np.atleast_2d(np.asarray(vectors, dtype=np.float32)))]
 
     def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
         now = iso(utcnow())
@@ -190,11 +214,7 @@ class MemoryBankSQL(IndexDataSQL):
                                    f"AND id IN ({_marks(len(chunk))})", (user_id, *chunk))
             order = {mid: i for i, mid in enumerate(ids)}
             rows.sort(key=lambda r: order[r[0]])
-        out = [Memory(id=r[0], user_id=r[1], text=self._dec(r[2]), key=self._dec(r[3]),
-                      refs=json.loads(r[4]), speakers=json.loads(r[5]),
-                      session_ids=json.loads(r[6]), occurred_at=from_iso(r[7]),
-                      created_at=from_iso(r[8]), updated_at=from_iso(r[9]),
-                      attrs=json.loads(r[10]), metadata=json.loads(r[11])) for r in rows]
+        out = [self._memory_from_row(r) for r in rows]
         if with_versions and out:
             by_id = {m.id: m for m in out}
             for chunk in _chunks(list(by_id)):
@@ -202,10 +222,20 @@ class MemoryBankSQL(IndexDataSQL):
                         "SELECT memory_id, version, text, refs, reason, at, source FROM "
                         f"memory_versions WHERE user_id = ? AND memory_id IN "
                         f"({_marks(len(chunk))}) ORDER BY version", (user_id, *chunk)):
-                    by_id[v[0]].versions.append(MemoryVersion(
-                        v[1], self._dec(v[2]), tuple(json.loads(v[3])), v[4], from_iso(v[5]),
-                        v[6]))
+                    by_id[v[0]].versions.append(self._version_from_row(v[1:]))
         return out
+
+    def _memory_from_row(self, r: Sequence[Any]) -> Memory:
+        """A memory from its stored columns (in `_MEMORY_COLS` order), versions not included."""
+        return Memory(id=r[0], user_id=r[1], text=self._dec(r[2]), key=self._dec(r[3]),
+                      refs=_loads(r[4]), speakers=_loads(r[5]), session_ids=_loads(r[6]),
+                      occurred_at=from_iso(r[7]), created_at=from_iso(r[8]),
+                      updated_at=from_iso(r[9]), attrs=_loads(r[10]), metadata=_loads(r[11]))
+
+    def _version_from_row(self, v: Sequence[Any]) -> MemoryVersion:
+        """A version from its stored (version, text, refs, reason, at, source)."""
+        return MemoryVersion(v[0], self._dec(v[1]), tuple(_loads(v[2])), v[3],
+                             from_iso(v[4]), v[5])
 
     def memory_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, list[Any]] = {}
