@@ -160,20 +160,14 @@ class Lexicon:
         parts = list(self._contributions(query))
         if not parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        every = np.concatenate([slots for slots, _ in parts])
-        order = np.argsort(every, kind="stable")
-        ranked = every[order]
-        first = np.empty(len(ranked), dtype=bool)
-        first[0] = True
-        np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
-        group = np.empty(len(ranked), dtype=np.int64)
-        group[order] = np.cumsum(first) - 1
-        out = np.zeros(int(first.sum()), dtype=np.float32)
+        held, group = np.unique(np.concatenate([slots for slots, _ in parts]),
+                                return_inverse=True)
+        out = np.zeros(len(held), dtype=np.float32)
         start = 0
         for slots, values in parts:  # token by token, as a sum over every slot would add
             out[group[start:start + len(slots)]] += values
             start += len(slots)
-        return ranked[first], out
+        return held, out
 
     def _contributions(self, query: list[str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Per query token and postings part: the live slots holding it and its float32

@@ -15,7 +15,7 @@ from .bm25 import bm25_index as bm25_index  # imported from here by the tools
 from .fusion import Candidates, FusionWeights, Scale, stats
 from .listing import Listing
 from .signals import Signals, looked_up, sparse_stats, within
-from .slots import Chain, Rows, TurnRows, neighbours
+from .slots import Chain, Rows, TurnRows, best_of, neighbours
 from .threads import one_blas_thread
 from .tokens import english_stemmer as english_stemmer  # and by the front door
 from .tokens import tokenize
@@ -170,20 +170,21 @@ class UserIndex:
     # signals -----------------------------------------------------------------------------
     def lexical_scores(self, query: str) -> np.ndarray:
         """BM25 score of every memory for the query's content words."""
-        return self._lexical_by_slot(query)[self._slot]
-
-    def _lexical_by_slot(self, query: str) -> np.ndarray:
-        slots, values = self._lexical_hits(query)
-        out = np.zeros(len(self._position), dtype=np.float32)
-        out[slots] = values
-        return out
+        tokens = self._tokens(query)
+        if not tokens:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        return self._lexicon.scores(tokens)[self._slot]
 
     def _lexical_hits(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         """The slots whose key holds a query word (ascending) and their BM25 scores."""
-        tokens = tokenize([query], self.stemmer, QUESTION_WORDS)[0]
-        if not self.ids or not tokens:
+        tokens = self._tokens(query)
+        if not tokens:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         return self._lexicon.hits(tokens)
+
+    def _tokens(self, query: str) -> list[str]:
+        """The query's BM25 tokens (none on an empty bank)."""
+        return tokenize([query], self.stemmer, QUESTION_WORDS)[0] if self.ids else []
 
     def _units_at(self, positions: np.ndarray) -> np.ndarray:
         """The own vectors of the memories at `positions` (zeros for one without vectors)."""
@@ -197,9 +198,13 @@ class UserIndex:
         """Cosine between the query and each memory's own vector."""
         if not self._n_rows:
             return np.zeros(len(self.ids), dtype=np.float32)
-        sims = (self._rows @ query)[self._row_start[self._slot]]
-        sims[self._row_count[self._slot] == 0] = 0.0
-        return sims
+        return self._own(self._rows @ query)
+
+    def _own(self, sims: np.ndarray) -> np.ndarray:
+        """Each memory's own row's value among `sims` (one per vector row; 0 without one)."""
+        out = sims[self._row_start[self._slot]]
+        out[self._row_count[self._slot] == 0] = 0.0
+        return out
 
     def turn_scores(self, query: np.ndarray, positions: np.ndarray,
                     fallback: np.ndarray) -> np.ndarray:
@@ -371,14 +376,9 @@ class UserIndex:
             zeros = np.zeros(len(self.ids), dtype=np.float32)
             return zeros, zeros
         sims = self._rows @ query
-        slots = self._slot
-        unit = sims[self._row_start[slots]]
-        unit[self._row_count[slots] == 0] = 0.0
+        unit = self._own(sims)
         rows, offsets, has = self._turn_index(np.arange(len(self.ids)))
-        turn = unit.copy()
-        if len(rows):
-            turn[has] = np.maximum.reduceat(sims[rows], offsets)
-        return unit, turn
+        return unit, best_of(sims[rows], offsets, has, unit)
 
     def _shortlisted(self, query_text: str, query_vec: np.ndarray, subset: np.ndarray | None,
                      unit_stats: tuple[float, float]) -> Signals:

@@ -87,10 +87,17 @@ class TurnRows:
     has: np.ndarray
 
     def best(self, query: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-        out = np.asarray(fallback, dtype=np.float32).copy()
-        if len(self.matrix):
-            out[self.has] = np.maximum.reduceat(self.matrix @ query, self.offsets)
-        return out
+        return best_of(self.matrix @ query, self.offsets, self.has, fallback)
+
+
+def best_of(sims: np.ndarray, offsets: np.ndarray, has: np.ndarray,
+            fallback: np.ndarray) -> np.ndarray:
+    """The best of each group of `sims` (groups starting at `offsets`) for the items that
+    `has` marks, `fallback` for the others."""
+    out = np.asarray(fallback, dtype=np.float32).copy()
+    if len(sims):
+        out[has] = np.maximum.reduceat(sims, offsets)
+    return out
 
 
 @dataclass(slots=True)
