@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +12,7 @@ from ...types import Memory, MemoryVersion, from_iso, iso, utcnow
 from ..base import AttrsUpdate, MergeInto, NewMemory
 from .backend import Tx, _chunks, _marks
 from .index_data import IndexDataSQL
+from .jsontext import dumps, loads
 
 _MEMORY_COLS = ("id, user_id, text, key, refs, speakers, session_ids, occurred_at, "
                 "created_at, updated_at, attrs, metadata")
@@ -21,23 +21,6 @@ _MEMORY_INSERT = (f"INSERT INTO memories ({_MEMORY_COLS}, seq) "
 _VERSION_INSERT = ("INSERT INTO memory_versions (memory_id, user_id, version, text, refs, "
                    "reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 _VECTOR_INSERT = "INSERT INTO memory_vectors (memory_id, user_id, idx, vec) VALUES (?, ?, ?, ?)"
-
-
-_EMPTY_JSON = {list: "[]", dict: "{}"}
-_EMPTY_VALUE = {"[]": list, "{}": dict}
-
-
-def _dumps(value: Any) -> str:
-    """JSON text of a stored list or dict; empty ones (most of a bulk write's) skip the codec."""
-    if not value and type(value) in _EMPTY_JSON:
-        return _EMPTY_JSON[type(value)]
-    return json.dumps(value)
-
-
-def _loads(text: str) -> Any:
-    """The value of stored JSON text; empty lists and dicts skip the codec."""
-    make = _EMPTY_VALUE.get(text)
-    return make() if make is not None else json.loads(text)
 
 
 def _union(a: Sequence[str], b: Sequence[str]) -> list[str]:
@@ -93,7 +76,7 @@ class MemoryBankSQL(IndexDataSQL):
         for position, new in enumerate(adds, start=seq + 1):
             m = new.memory
             memory_rows.append(self._memory_row(m, user_id, position))
-            version_rows.append((m.id, user_id, 1, self._enc(m.text), _dumps(m.refs),
+            version_rows.append((m.id, user_id, 1, self._enc(m.text), dumps(m.refs),
                                  "created", now, source))
             vector_rows += self._vector_rows(m.id, user_id, new.vectors)
         db.many(_MEMORY_INSERT, memory_rows)
@@ -105,9 +88,9 @@ class MemoryBankSQL(IndexDataSQL):
         return out
 
     def _memory_row(self, m: Memory, user_id: str, seq: int) -> tuple:
-        return (m.id, user_id, self._enc(m.text), self._enc(m.key), _dumps(m.refs),
-                _dumps(m.speakers), _dumps(m.session_ids), iso(m.occurred_at),
-                iso(m.created_at), iso(m.updated_at), _dumps(m.attrs), _dumps(m.metadata), seq)
+        return (m.id, user_id, self._enc(m.text), self._enc(m.key), dumps(m.refs),
+                dumps(m.speakers), dumps(m.session_ids), iso(m.occurred_at),
+                iso(m.created_at), iso(m.updated_at), dumps(m.attrs), dumps(m.metadata), seq)
 
     def add_memories(self, user_id: str, adds: Sequence[NewMemory], source: str) -> list[Memory]:
         with self._tx(f"user:{user_id}") as db:
@@ -126,7 +109,7 @@ class MemoryBankSQL(IndexDataSQL):
                 raise NotFoundError(f"no memory {memory_id!r} for this user")
             db.run("UPDATE memories SET text = ?, key = ?, metadata = ?, updated_at = ? "
                    "WHERE id = ? AND user_id = ?", (self._enc(text), self._enc(key),
-                                                    json.dumps(metadata), now, memory_id,
+                                                    dumps(metadata), now, memory_id,
                                                     user_id))
             version = db.one("SELECT COALESCE(MAX(version), 0) FROM memory_versions WHERE "
                              "memory_id = ? AND user_id = ?", (memory_id, user_id))[0] + 1
@@ -154,18 +137,18 @@ class MemoryBankSQL(IndexDataSQL):
                      "WHERE id = ? AND user_id = ?", (merge.target_id, user_id))
         if old is None:
             raise StorageError(f"merge target {merge.target_id} vanished")
-        refs = _union(json.loads(old[0]), merge.refs)
-        speakers = _union(json.loads(old[1]), merge.speakers)
-        sessions = _union(json.loads(old[2]), merge.session_ids)
+        refs = _union(loads(old[0]), merge.refs)
+        speakers = _union(loads(old[1]), merge.speakers)
+        sessions = _union(loads(old[2]), merge.session_ids)
         db.run("UPDATE memories SET text = ?, key = ?, refs = ?, speakers = ?, session_ids = ?, "
                "updated_at = ? WHERE id = ? AND user_id = ?",
-               (self._enc(merge.text), self._enc(merge.key), json.dumps(refs),
-                json.dumps(speakers), json.dumps(sessions), now, merge.target_id, user_id))
+               (self._enc(merge.text), self._enc(merge.key), dumps(refs),
+                dumps(speakers), dumps(sessions), now, merge.target_id, user_id))
         version = db.one("SELECT MAX(version) FROM memory_versions WHERE memory_id = ? AND "
                          "user_id = ?", (merge.target_id, user_id))[0] + 1
         db.run("DELETE FROM memory_vectors WHERE memory_id = ? AND user_id = ?",
                (merge.target_id, user_id))
-        return (merge.target_id, user_id, version, self._enc(merge.text), json.dumps(refs),
+        return (merge.target_id, user_id, version, self._enc(merge.text), dumps(refs),
                 "merged", now, merge.source)
 
     def _vector_rows(self, memory_id: str, user_id: str, vectors: np.ndarray) -> list[tuple]:
@@ -182,7 +165,7 @@ class MemoryBankSQL(IndexDataSQL):
                     raise InvalidInputError(f"no memory {up.memory_id!r} for this user")
                 db.run("UPDATE memories SET attrs = ?, key = COALESCE(?, key) "
                        "WHERE id = ? AND user_id = ?",
-                       (json.dumps(up.attrs), None if up.key is None else self._enc(up.key),
+                       (dumps(up.attrs), None if up.key is None else self._enc(up.key),
                         up.memory_id, user_id))
                 if up.key_vector is not None:
                     db.run("UPDATE memory_vectors SET vec = ? WHERE memory_id = ? AND "
@@ -228,13 +211,13 @@ class MemoryBankSQL(IndexDataSQL):
     def _memory_from_row(self, r: Sequence[Any]) -> Memory:
         """A memory from its stored columns (in `_MEMORY_COLS` order), versions not included."""
         return Memory(id=r[0], user_id=r[1], text=self._dec(r[2]), key=self._dec(r[3]),
-                      refs=_loads(r[4]), speakers=_loads(r[5]), session_ids=_loads(r[6]),
+                      refs=loads(r[4]), speakers=loads(r[5]), session_ids=loads(r[6]),
                       occurred_at=from_iso(r[7]), created_at=from_iso(r[8]),
-                      updated_at=from_iso(r[9]), attrs=_loads(r[10]), metadata=_loads(r[11]))
+                      updated_at=from_iso(r[9]), attrs=loads(r[10]), metadata=loads(r[11]))
 
     def _version_from_row(self, v: Sequence[Any]) -> MemoryVersion:
         """A version from its stored (version, text, refs, reason, at, source)."""
-        return MemoryVersion(v[0], self._dec(v[1]), tuple(_loads(v[2])), v[3],
+        return MemoryVersion(v[0], self._dec(v[1]), tuple(loads(v[2])), v[3],
                              from_iso(v[4]), v[5])
 
     def memory_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:

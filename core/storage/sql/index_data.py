@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Iterator, Sequence
 
@@ -10,6 +9,7 @@ import numpy as np
 
 from ..base import IndexData, IndexDelta
 from .backend import SQLBackend, Tx, _chunks, _marks
+from .jsontext import loads
 
 CHANGE_LOG_KEEP = 4096
 """Entries of the memory change log kept per user (an index older than that is rebuilt)."""
@@ -77,9 +77,9 @@ class IndexDataSQL(SQLBackend):
                 found.append(r[0])
                 keys.append(self._dec(r[1]))
                 # a memory of no session (an added fact) is nobody's neighbour: its own id
-                sessions.append((json.loads(r[2]) or [r[0]])[0])
-                metadata.append(json.loads(r[3]))
-                speakers.append(json.loads(r[4]))
+                sessions.append((loads(r[2]) or [r[0]])[0])
+                metadata.append(loads(r[3]))
+                speakers.append(loads(r[4]))
                 seqs.append(int(r[5]))
             for chunk in _chunks(list(at)):
                 vec_rows = db.all("SELECT memory_id, vec FROM memory_vectors WHERE user_id = ? "
