@@ -10,7 +10,6 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -165,7 +164,7 @@ class DatabaseSearcher:
             shortlist = [shortlist[i] for i in np.argpartition(-cheap, POOL)[:POOL]]
         links, extra = store.search_pool(user_id, [r.id for r in shortlist], words, query_vec,
                                          filters)
-        pool = [replace(r, prev=links[r.id][0], next=links[r.id][1]) if r.id in links else r
+        pool = [SignalRow(r.id, r.speakers, r.lexical, r.unit, r.turn, *links.get(r.id, ()))
                 for r in shortlist] + extra
         fused, spread = scale.fuse(
             weights, *(_column(pool, name) for name in ("lexical", "unit", "turn")),

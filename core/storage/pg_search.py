@@ -254,16 +254,15 @@ class PostgresSearch:
         whose mean length is `avg_length` (`Sample.avg_length`): stemmed as the full-text
         column is, each lexeme weighted by its idf over the user's bank (a common one's
         share from PostgreSQL's statistics, a rare one's counted)."""
-        with self._snapshot() as tx:
-            shares = dict(tx.all(_FREQS, (" ".join(terms), self.schema)))
-            rare = [t for t, f in shares.items() if not f or f < RARE]
-            held = dict(shares)
-            if rare:
-                counts = ", ".join([f"COUNT(*) FILTER (WHERE {LEXEMES} @@ CAST(? AS tsquery))"]
-                                   * len(rare))
-                row = tx.one(_COUNT.format(counts=counts),
-                             ([_tsquery([t]) for t in rare] + [user_id, _tsquery(rare)]))
-                held.update((t, n / max(size, 1)) for t, n in zip(rare, row))
+        shares = dict(self._read(_FREQS, (" ".join(terms), self.schema)))
+        rare = [t for t, f in shares.items() if not f or f < RARE]
+        held = dict(shares)
+        if rare:
+            counts = ", ".join([f"COUNT(*) FILTER (WHERE {LEXEMES} @@ CAST(? AS tsquery))"]
+                               * len(rare))
+            row = self._read(_COUNT.format(counts=counts),
+                             ([_tsquery([t]) for t in rare] + [user_id, _tsquery(rare)]))[0]
+            held.update((t, n / max(size, 1)) for t, n in zip(rare, row))
         df = {t: float(f or 0.0) * size for t, f in held.items()}
         idf = {t: math.log(1 + (size - d + 0.5) / (d + 0.5)) for t, d in df.items()}
         return LexicalQuery(shares, idf, avg_length)
