@@ -49,24 +49,25 @@ BULK = 10_000
 
 def local_postgres(shared_buffers: str | None = None) -> tuple[str, Any]:
     """Start a throw-away PostgreSQL 16 + pgvector with `pgserver`; (url, handle to keep).
-    `shared_buffers` (e.g. "1GB"): PostgreSQL's buffer cache, set and the server restarted
-    (None: pgserver's initdb default, 128MB)."""
+    `shared_buffers` (e.g. "1GB"): PostgreSQL's buffer cache (None: pgserver's initdb
+    default, 128MB)."""
     try:
         import pgserver
     except ImportError as exc:
         from ..errors import MissingDependencyError
 
         raise MissingDependencyError("pgserver", "test") from exc
-    server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="rmm-pg-")), cleanup_mode="delete")
-    if shared_buffers:
+    if shared_buffers and not re.fullmatch(r"\d+(kB|MB|GB)?", shared_buffers):
+        raise InvalidInputError(f"shared_buffers must be like 1GB, got {shared_buffers!r}")
+    pgdata = Path(tempfile.mkdtemp(prefix="rmm-pg-"))
+    server = pgserver.get_server(pgdata, cleanup_mode="stop" if shared_buffers else "delete")
+    if shared_buffers:  # set, stopped, started again (a handle that knows the new server)
         import psycopg
 
-        if not re.fullmatch(r"\d+(kB|MB|GB)?", shared_buffers):
-            raise InvalidInputError(f"shared_buffers must be like 1GB, got {shared_buffers!r}")
         with psycopg.connect(server.get_uri(), autocommit=True) as conn:
             conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
-        pgserver.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata,
-                        user=server.system_user)
+        server.cleanup()
+        server = pgserver.get_server(pgdata, cleanup_mode="delete")
     return server.get_uri(), server
 
 

@@ -134,10 +134,6 @@ class Sample:
         """The bank's mean length as this sample estimates it (1: nothing sampled)."""
         return float(self.lengths.mean()) if len(self.lengths) and self.lengths.any() else 1.0
 
-    @property
-    def nbytes(self) -> int:
-        return self.units.nbytes + self.turns.nbytes + 64 * sum(map(len, self.counts))
-
     def signals(self, words: LexicalQuery, query: np.ndarray) -> np.ndarray:
         """Lexical, own-vector and best-turn signals (columns) of the sampled memories, as
         the SQL of a search computes them for its candidates."""
