@@ -39,12 +39,12 @@ user's searches stay in process until they are valid."""
 
 LEXICAL = LEXICAL_DEPTH // 4
 """Memories the full-text shortlist keeps (fewer than in process: each costs the server its
-own vector's distance: at 100,000 memories of the speed bench's Zipf bank, top-20 agreement
+vectors' distances: at 100,000 memories of the speed bench's Zipf bank, top-20 agreement
 with the in-process search moved by 0.1 point from 2,000 to 500, the search took 30 ms less)."""
 
 DENSE = DEPTH // 3
 """Memories the HNSW shortlist keeps (fewer than in process: each costs the server graph
-steps (`ef_search`), a BM25 score and, in the pool, its turn vectors; at 100,000 memories of
+steps (`ef_search`), a BM25 score and its turn vectors' distances; at 100,000 memories of
 the speed bench's Zipf bank, top-20 agreement with the in-process search was 76.9 % at 300
 and 76.8 % at 80 and 100, and the search took about half as long at 100)."""
 
