@@ -47,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="on PostgreSQL + pgvector instead: in-database search beside "
                              "in-process search of one bank (no URL: start a throw-away "
                              "server with pgserver)")
+    parser.add_argument("--shared-buffers", default=None, metavar="SIZE",
+                        help="with --postgres and no URL: the started server's shared_buffers, "
+                             "e.g. 1GB (default: pgserver's, 128MB)")
 
 
 def chat_session(rng: np.random.Generator, vocab: Vocabulary, turns: int = 2) -> list[Turn]:
@@ -61,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
 
         run_speed_postgres(postgres_url=None if args.postgres == "auto" else args.postgres,
                            memories=args.memories, queries=args.queries, k=args.k,
-                           turns=args.turns, vocab=args.vocab)
+                           turns=args.turns, vocab=args.vocab,
+                           shared_buffers=args.shared_buffers)
         return 0
     embedder = default_embedder()
     runner = (run_users if args.users else run_ingest if args.ingest_sessions

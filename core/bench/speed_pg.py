@@ -10,6 +10,7 @@ build; the first search of a fresh process on each backend; pgvector's exact sca
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from ..memory import ReflectiveMemory
 from ..models.embed import default_embedder
 from .bank import VOCABULARIES, bank_chunks, fill, fill_chunks, synthetic_bank, timed
@@ -45,16 +47,35 @@ BULK = 10_000
 """Memories bulk-written beside the bank without and with the search indexes in place."""
 
 
-def local_postgres() -> tuple[str, Any]:
-    """Start a throw-away PostgreSQL 16 + pgvector with `pgserver`; (url, handle to keep)."""
+def local_postgres(shared_buffers: str | None = None) -> tuple[str, Any]:
+    """Start a throw-away PostgreSQL 16 + pgvector with `pgserver`; (url, handle to keep).
+    `shared_buffers` (e.g. "1GB"): PostgreSQL's buffer cache (None: pgserver's initdb
+    default, 128MB)."""
     try:
         import pgserver
     except ImportError as exc:
         from ..errors import MissingDependencyError
 
         raise MissingDependencyError("pgserver", "test") from exc
-    server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="rmm-pg-")), cleanup_mode="delete")
+    if shared_buffers and not re.fullmatch(r"\d+(kB|MB|GB)?", shared_buffers):
+        raise InvalidInputError(f"shared_buffers must be like 1GB, got {shared_buffers!r}")
+    pgdata = Path(tempfile.mkdtemp(prefix="rmm-pg-"))
+    server = pgserver.get_server(pgdata, cleanup_mode="stop" if shared_buffers else "delete")
+    if shared_buffers:  # set, stopped, started again (a handle that knows the new server)
+        import psycopg
+
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+        server.cleanup()
+        server = pgserver.get_server(pgdata, cleanup_mode="delete")
     return server.get_uri(), server
+
+
+def _shared_buffers(url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return conn.execute("SHOW shared_buffers").fetchone()[0]
 
 
 def fresh_process(url: str, backend: str, user: str, queries: list[str]) -> dict[str, float]:
@@ -66,23 +87,33 @@ def fresh_process(url: str, backend: str, user: str, queries: list[str]) -> dict
 
 def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_000,
                        queries: int = 200, k: int = 5, db_queries: int = 20,
-                       turns: int = 2, vocab: str = "zipf") -> dict[str, Any]:
-    """Figures of both search backends on one PostgreSQL bank (pgserver when no URL).
+                       turns: int = 2, vocab: str = "zipf",
+                       shared_buffers: str | None = None) -> dict[str, Any]:
+    """Figures of both search backends on one PostgreSQL bank (pgserver when no URL, its
+    `shared_buffers` as given: `local_postgres`).
 
     pgvector's exact scan (`PostgresStore.vector_search`) is slow, so it is timed on
     `db_queries` queries only. `vocab` names the bank's vocabulary (`bank.VOCABULARIES`).
     Prints a table and returns the figures.
     """
+    from ..read.dbsearch import AUTO_MIN_MEMORIES
+
+    if memories < AUTO_MIN_MEMORIES:  # the `auto` search would never move to the database
+        raise InvalidInputError(f"--postgres needs --memories of at least {AUTO_MIN_MEMORIES}")
     embedder = default_embedder()
     words = VOCABULARIES[vocab](embedder)
     qs = words.queries(queries)
     server = None
     if postgres_url is None:
-        postgres_url, server = local_postgres()
+        postgres_url, server = local_postgres(shared_buffers)
+    elif shared_buffers:
+        raise InvalidInputError("shared_buffers is set on a server the bench starts itself; "
+                                "size a given server's in its own configuration")
     user = f"speed-{memories}"
     common = {"embedder": embedder, "progress": False, "session_idle_timeout": None}
     process = ReflectiveMemory.open(postgres_url, search_backend="process", **common)
-    out: dict[str, Any] = {"memories": memories, "queries": queries, "k": k, "vocab": vocab}
+    out: dict[str, Any] = {"memories": memories, "queries": queries, "k": k, "vocab": vocab,
+                           "shared_buffers": _shared_buffers(postgres_url)}
     database = None
     try:
         process.forget(user_id=user)
@@ -160,7 +191,8 @@ def _agreement(process: ReflectiveMemory, database: ReflectiveMemory, user: str,
 
 
 def _print(out: dict[str, Any]) -> None:
-    print(f"bank: {out['memories']} memories ({out['vocab']} vocabulary) on PostgreSQL; "
+    print(f"bank: {out['memories']} memories ({out['vocab']} vocabulary) on PostgreSQL "
+          f"(shared_buffers {out['shared_buffers']}); "
           f"write {out['ingest_s']:.1f} s, then "
           f"HNSW + full-text indexes built in the background {out['index_build_s']:.1f} s "
           f"(the auto search that started it took {out['auto_first_s']:.1f} s, in process); "

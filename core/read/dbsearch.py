@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from .index import (
 )
 from .tokens import tokenize
 
+if TYPE_CHECKING:
+    from ..storage.pg_search import Sample
+
 AUTO_MIN_MEMORIES = 20_000
 """`search_backend="auto"` searches a user's bank in the database from this many memories:
 there, loading and indexing it in a process before its first search (4 s, 350 MB more)
@@ -35,18 +39,21 @@ user's searches stay in process until they are valid."""
 
 LEXICAL = LEXICAL_DEPTH // 4
 """Memories the full-text shortlist keeps (fewer than in process: each costs the server its
-own vector's distance: at 100,000 memories of the speed bench's Zipf bank, top-20 agreement
+vectors' distances: at 100,000 memories of the speed bench's Zipf bank, top-20 agreement
 with the in-process search moved by 0.1 point from 2,000 to 500, the search took 30 ms less)."""
 
 DENSE = DEPTH // 3
 """Memories the HNSW shortlist keeps (fewer than in process: each costs the server graph
-steps (`ef_search`), a BM25 score and, in the pool, its turn vectors; at 100,000 memories of
+steps (`ef_search`), a BM25 score and its turn vectors' distances; at 100,000 memories of
 the speed bench's Zipf bank, top-20 agreement with the in-process search was 76.9 % at 300
 and 76.8 % at 80 and 100, and the search took about half as long at 100)."""
 
 SAMPLE = Z_SAMPLE // 4
-"""Memories spread over the bank whose signals give their mean and spread (each costs the
-server three vector distances and a BM25 score per search)."""
+"""Memories spread over the bank whose signals give their mean and spread (`Sample`: read
+once per change of the bank, 1.15 MB for 384-d vectors whatever the bank's size)."""
+
+SAMPLED_USERS = 32
+"""Users whose sample a process keeps (the most recently searched): at most ~37 MB."""
 
 
 class DatabaseSearcher:
@@ -62,6 +69,8 @@ class DatabaseSearcher:
         self.backend = backend
         self._sizes: dict[str, tuple[int, int]] = {}
         """user → (generation, bank size): `auto` reads the size once per change."""
+        self._samples: OrderedDict[str, tuple[int, Sample]] = OrderedDict()
+        """user → (generation, the bank's `Sample`), most recently searched last."""
         self._lock = threading.Lock()
         self._dim: int | None = None
         self._ready = False
@@ -100,6 +109,10 @@ class DatabaseSearcher:
             return self._ready
 
     def _size(self, user_id: str) -> int:
+        return self._bank(user_id)[1]
+
+    def _bank(self, user_id: str) -> tuple[int, int]:
+        """The user's bank generation and size (read once per change)."""
         generation = self.store.generation(user_id)
         cached = self._sizes.get(user_id)
         if cached is None or cached[0] != generation:
@@ -108,7 +121,22 @@ class DatabaseSearcher:
                 self._sizes[user_id] = cached
                 while len(self._sizes) > 10_000:
                     self._sizes.pop(next(iter(self._sizes)))
-        return cached[1]
+        return cached
+
+    def _sample(self, user_id: str, generation: int) -> Sample:
+        """The user's `Sample` of this generation: read from the store once per change."""
+        with self._lock:
+            cached = self._samples.get(user_id)
+            if cached is not None and cached[0] == generation:
+                self._samples.move_to_end(user_id)
+                return cached[1]
+        sample = self.store.search_sample(user_id, SAMPLE)
+        with self._lock:
+            self._samples[user_id] = (generation, sample)
+            self._samples.move_to_end(user_id)
+            while len(self._samples) > SAMPLED_USERS:
+                self._samples.popitem(last=False)
+        return sample
 
     def candidates(self, user_id: str, query: str, query_vec: np.ndarray, top: int,
                    filters: Mapping[str, Sequence[Any]]
@@ -117,22 +145,27 @@ class DatabaseSearcher:
         their dense signals (its lexical part is None: BM25 over PostgreSQL's lexemes is not
         on the in-process tokens' scale)."""
         store, weights = self.store, self.weights
-        size = self._size(user_id)
-        words = store.search_terms(user_id, tokenize([query], None, QUESTION_WORDS)[0], size)
+        generation, size = self._bank(user_id)
+        sample = self._sample(user_id, generation)
+        words = store.search_terms(user_id, tokenize([query], None, QUESTION_WORDS)[0], size,
+                                   sample.avg_length)
         shortlist = store.search_shortlist(user_id, words, query_vec, filters, dense=DENSE,
                                            lexical=LEXICAL, expected=size)
         if not shortlist:
             return [], None
-        sample = store.search_sample(user_id, words, query_vec, SAMPLE)
-        if not len(sample):  # nothing sampled (a bank emptied meanwhile): the shortlist's own
-            sample = np.asarray([(r.lexical, r.unit, r.unit) for r in shortlist])
-        scale = Scale.of(*(sample[:, i] for i in range(3)))
+        signals = sample.signals(words, query_vec)
+        if not len(signals):  # nothing sampled (a bank emptied meanwhile): the shortlist's own
+            signals = np.asarray([(r.lexical, r.unit, r.turn) for r in shortlist])
+        scale = Scale.of(*(signals[:, i] for i in range(3)))
         if len(shortlist) > POOL:  # score turns and neighbours only for the best by the cheap
             cheap = (scale.cheap(weights, _column(shortlist, "lexical"),
                                  _column(shortlist, "unit"))
                      - weights.assistant * self._assistant(shortlist))
             shortlist = [shortlist[i] for i in np.argpartition(-cheap, POOL)[:POOL]]
-        pool = store.search_pool(user_id, [r.id for r in shortlist], words, query_vec, filters)
+        links, extra = store.search_pool(user_id, [r.id for r in shortlist], words, query_vec,
+                                         filters)
+        pool = [SignalRow(r.id, r.speakers, r.lexical, r.unit, r.turn, *links.get(r.id, ()))
+                for r in shortlist] + extra
         fused, spread = scale.fuse(
             weights, *(_column(pool, name) for name in ("lexical", "unit", "turn")),
             self._assistant(pool), (np.arange(len(pool)), *_links(pool)))

@@ -146,19 +146,21 @@ class DatabaseSearch(Protocol):
 
     def search_size(self, user_id: str) -> int: ...
 
-    def search_terms(self, user_id: str, terms: Sequence[str], size: int) -> Any:
+    def search_terms(self, user_id: str, terms: Sequence[str], size: int,
+                     avg_length: float) -> Any:
         """The query's words prepared for the lexical signal (passed to the calls below)."""
 
     def search_shortlist(self, user_id: str, words: Any, query: np.ndarray,
                          filters: Mapping[str, Sequence[Any]], *, dense: int, lexical: int,
                          expected: int) -> list[SignalRow]: ...
 
-    def search_sample(self, user_id: str, words: Any, query: np.ndarray,
-                      size: int) -> np.ndarray: ...
+    def search_sample(self, user_id: str, size: int) -> Any:
+        """Memories spread over the bank: `.signals(words, query)` gives theirs (rows),
+        `.avg_length` their mean length."""
 
     def search_pool(self, user_id: str, ids: Sequence[str], words: Any,
                     query: np.ndarray, filters: Mapping[str, Sequence[Any]]
-                    ) -> list[SignalRow]: ...
+                    ) -> tuple[dict[str, tuple[str | None, str | None]], list[SignalRow]]: ...
 
 
 class Store(ABC):

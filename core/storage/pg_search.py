@@ -17,26 +17,36 @@ from .base import SignalRow
 from .pg_build import LEXEMES, TEXT_SEARCH, Builder, build, search_ready
 from .pg_tx import PgTx
 
-_NEAR = ("SELECT v.memory_id, m.speakers, -({order}) FROM memory_vectors v "
-         "JOIN memories m ON m.id = v.memory_id WHERE v.user_id = ? AND v.idx = 0 {where} "
-         "ORDER BY {order} LIMIT ?")
+_NEAR = ("SELECT n.memory_id, n.speakers, n.unit, t.turn FROM (SELECT v.memory_id, m.speakers, "
+         "-({order}) AS unit FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
+         "WHERE v.user_id = ? AND v.idx = 0 {where} ORDER BY {order} LIMIT ?) n LEFT JOIN "
+         "LATERAL (SELECT MAX(-(t.vec <#> ?)) AS turn FROM memory_vectors t WHERE "
+         "t.memory_id = n.memory_id AND t.idx > 0) t ON true")
+"""The nearest memories by their own vector, with their best turn's cosine (the turn rows
+sit on the heap pages the own vector's does)."""
 _NEAR_ORDER = "v.vec::vector({dim}) <#> ?::vector({dim})"
 """The HNSW index's own expression: the planner uses the index for exactly this order."""
 _LEXICAL = ("SELECT m.id, m.speakers, {score} FROM (SELECT m.id, m.speakers, m.lexemes FROM "
             f"memories m WHERE m.user_id = ? AND {LEXEMES} @@ CAST(? AS tsquery) {{where}} "
             "ORDER BY {rough} DESC LIMIT ?) m")
 """The best matches of a shortlist query by the rough score, with their exact one."""
-_MISSING = ("SELECT m.id, {score}, NULL FROM memories m WHERE m.user_id = ? AND m.id = ANY(?) "
-            "UNION ALL SELECT v.memory_id, NULL, -(v.vec <#> ?) FROM memory_vectors v "
-            "WHERE v.memory_id = ANY(?) AND v.idx = 0")
-"""The lexical score of the dense shortlist's memories and the own-vector cosine of the
-lexical one's (each list computes its own signal)."""
+_MISSING = ("SELECT m.id, {score}, NULL, NULL FROM memories m WHERE m.user_id = ? AND "
+            "m.id = ANY(?) UNION ALL SELECT v.memory_id, NULL, MAX(-(v.vec <#> ?)) FILTER "
+            "(WHERE v.idx = 0), MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx > 0) FROM "
+            "memory_vectors v WHERE v.memory_id = ANY(?) GROUP BY v.memory_id")
+"""The lexical score of the dense shortlist's memories and the own-vector and best-turn
+cosines of the lexical one's (each list computes its own signals)."""
 _EVENLY = ("(SELECT COALESCE(MAX(seq), 0) AS top FROM memories WHERE user_id = ?) t CROSS JOIN "
            "generate_series(1, t.top, GREATEST(1, CEIL(t.top / ?::float))::int) g(seq) "
            "JOIN memories m ON m.user_id = ? AND m.seq = g.seq")
 """Up to a number of the user's memories spread evenly over the bank (parameters: user,
 number, user)."""
-_LENGTH = f"SELECT COUNT(*), AVG(length({LEXEMES})) FROM {_EVENLY}"
+_SAMPLE = ("SELECT s.seq, s.length, s.tf, v.idx, v.vec FROM (SELECT m.id, m.seq, "
+           f"length({LEXEMES}) AS length, (SELECT json_object_agg(u.lexeme, cardinality("
+           f"u.positions)) FROM unnest({LEXEMES}) u) AS tf FROM {_EVENLY}) s LEFT JOIN "
+           "memory_vectors v ON v.memory_id = s.id ORDER BY s.seq, v.idx")
+"""Each sampled memory's distinct lexemes, each lexeme's count and every vector, one row a
+vector."""
 _FREQS = ("SELECT e.lexeme, s.f FROM unnest(tsvector_to_array(to_tsvector("
           f"'{TEXT_SEARCH}', ?))) e(lexeme) LEFT JOIN (SELECT unnest(most_common_elems::text::"
           "text[]) AS lexeme, unnest(most_common_elem_freqs) AS f FROM pg_stats WHERE "
@@ -46,8 +56,6 @@ for the lexemes' column; None: rarer than any it lists)."""
 _COUNT = (f"SELECT {{counts}} FROM memories m WHERE m.user_id = ? AND {LEXEMES} @@ "
           "CAST(? AS tsquery)")
 """How many of the user's memories hold each of some lexemes (`{counts}`: one COUNT each)."""
-LENGTH_SAMPLE = 500
-"""Memories spread over a user's bank whose mean length stands for the bank's."""
 K1, B = 1.5, 0.75
 """BM25's parameters, as the in-process index's (`rmm_core.read.bm25`)."""
 RARE = 0.01
@@ -100,6 +108,52 @@ class LexicalQuery:
         params = [p for t, w in self.idf.items() for p in (_tsquery([t]), w)]
         return (f"(({held}) / ({K1} * ({1 - B} + {B} * length({LEXEMES}) / ?::float8) + 1))",
                 [*params, self.avg_length])
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Memories spread evenly over a user's bank, as much of them as their signals need:
+    what a search z-scores its signals with, computed here instead of in SQL, so that a
+    process keeps it per bank generation (`rmm_core.read.dbsearch`) and a search costs the
+    server nothing for it. Vectors in float16 (1.15 MB for 500 memories of three 384-d
+    vectors): their cosines' mean and spread move by about 1e-4."""
+
+    units: np.ndarray
+    """(n, dim) each memory's own vector (zeros: none)."""
+    turns: np.ndarray
+    """(t, dim) their turn vectors."""
+    owner: np.ndarray
+    """(t,) the memory of each turn vector."""
+    counts: list[dict[str, int]]
+    """Each memory's lexemes with their counts."""
+    lengths: np.ndarray
+    """(n,) each memory's distinct lexemes."""
+
+    @property
+    def avg_length(self) -> float:
+        """The bank's mean length as this sample estimates it (1: nothing sampled)."""
+        return float(self.lengths.mean()) if len(self.lengths) and self.lengths.any() else 1.0
+
+    def signals(self, words: LexicalQuery, query: np.ndarray) -> np.ndarray:
+        """Lexical, own-vector and best-turn signals (columns) of the sampled memories, as
+        the SQL of a search computes them for its candidates."""
+        q = np.asarray(query, dtype=np.float32)
+        if self.units.shape[1] != len(q):  # no vectors sampled: the signals of none, 0
+            return np.stack([self._lexical(words), *np.zeros((2, len(self.lengths)))], axis=1)
+        unit = self.units.astype(np.float32) @ q
+        turn = np.full(len(unit), -np.inf, dtype=np.float32)
+        np.maximum.at(turn, self.owner, self.turns.astype(np.float32) @ q)
+        turn = np.where(np.isfinite(turn), turn, unit)
+        return np.stack([self._lexical(words), unit, turn], axis=1).astype(np.float32)
+
+    def _lexical(self, words: LexicalQuery) -> np.ndarray:
+        """BM25 of each sampled memory, as `LexicalQuery.score` computes it in SQL."""
+        norm = K1 * (1 - B + B * self.lengths.astype(np.float64) / words.avg_length)
+        lexical = np.zeros(len(self.lengths))
+        for lexeme, idf in words.idf.items():
+            tf = np.asarray([c.get(lexeme, 0) for c in self.counts], dtype=np.float64)
+            lexical += idf * tf / (tf + norm)
+        return lexical
 
 
 def _tsquery(terms: Sequence[str], op: str = " | ") -> str:
@@ -190,24 +244,24 @@ class PostgresSearch:
         return int(self._read("SELECT COUNT(*) FROM memories WHERE user_id = ?",
                               (user_id,))[0][0])
 
-    def search_terms(self, user_id: str, terms: Sequence[str], size: int) -> LexicalQuery:
-        """The query's words as the lexical signal scores them for a user of `size` memories:
-        stemmed as the full-text column is, each lexeme weighted by its idf over the user's
-        bank (a common one's share from PostgreSQL's statistics, a rare one's counted)."""
-        with self._snapshot() as tx:
-            shares = dict(tx.all(_FREQS, (" ".join(terms), self.schema)))
-            rare = [t for t, f in shares.items() if not f or f < RARE]
-            held = dict(shares)
-            if rare:
-                counts = ", ".join([f"COUNT(*) FILTER (WHERE {LEXEMES} @@ CAST(? AS tsquery))"]
-                                   * len(rare))
-                row = tx.one(_COUNT.format(counts=counts),
-                             ([_tsquery([t]) for t in rare] + [user_id, _tsquery(rare)]))
-                held.update((t, n / max(size, 1)) for t, n in zip(rare, row))
-            sampled, avg = tx.one(_LENGTH, (user_id, LENGTH_SAMPLE, user_id))
+    def search_terms(self, user_id: str, terms: Sequence[str], size: int,
+                     avg_length: float) -> LexicalQuery:
+        """The query's words as the lexical signal scores them for a user of `size` memories
+        whose mean length is `avg_length` (`Sample.avg_length`): stemmed as the full-text
+        column is, each lexeme weighted by its idf over the user's bank (a common one's
+        share from PostgreSQL's statistics, a rare one's counted)."""
+        shares = dict(self._read(_FREQS, (" ".join(terms), self.schema)))
+        rare = [t for t, f in shares.items() if not f or f < RARE]
+        held = dict(shares)
+        if rare:
+            counts = ", ".join([f"COUNT(*) FILTER (WHERE {LEXEMES} @@ CAST(? AS tsquery))"]
+                               * len(rare))
+            row = self._read(_COUNT.format(counts=counts),
+                             ([_tsquery([t]) for t in rare] + [user_id, _tsquery(rare)]))[0]
+            held.update((t, n / max(size, 1)) for t, n in zip(rare, row))
         df = {t: float(f or 0.0) * size for t, f in held.items()}
         idf = {t: math.log(1 + (size - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-        return LexicalQuery(shares, idf, float(avg) if sampled and avg else 1.0)
+        return LexicalQuery(shares, idf, avg_length)
 
     def search_shortlist(self, user_id: str, words: LexicalQuery, query: np.ndarray,
                          filters: Mapping[str, Sequence[Any]], *, dense: int, lexical: int,
@@ -222,13 +276,13 @@ class PostgresSearch:
         rough, rough_weights = words.rough()
         with self._search_tx(dense) as tx:
             near = tx.all(_NEAR.format(where=where, order=order),
-                          (q, user_id, *params, q, dense))
+                          (q, user_id, *params, q, dense, q))
             if len(near) < min(dense, expected) // 2:
                 # the approximate index, filtered after its scan, finds too few of a user who
                 # holds a small share of the table: the exact order (an expression the index
                 # does not serve) finds them all, up to `dense`
                 near = tx.all(_NEAR.format(where=where, order=f"({order}) + 0"),
-                              (q, user_id, *params, q, dense))
+                              (q, user_id, *params, q, dense, q))
             found: list[tuple] = []
             for match in lexical_tiers(words.shares, expected, lexical):
                 found = tx.all(_LEXICAL.format(score=score, where=where, rough=rough),
@@ -236,51 +290,66 @@ class PostgresSearch:
                 if len(found) >= lexical // 2:  # enough: a broader query's additions hold
                     # fewer of the query's common words than all of these
                     break
-            who = {i: speakers for i, speakers, _ in [*near, *found]}
-            unit = {i: float(u or 0.0) for i, _, u in near}
+            who = {r[0]: r[1] for r in [*near, *found]}
+            dense_signals = {i: (u, t) for i, _, u, t in near}
             rank = {i: float(r) for i, _, r in found}
-            dense_only = [i for i in unit if i not in rank]
-            words_only = [i for i in rank if i not in unit]
-            for i, r, u in tx.all(_MISSING.format(score=score),
-                                  (*weights, user_id, dense_only, q, words_only)):
+            dense_only = [i for i in dense_signals if i not in rank]
+            words_only = [i for i in rank if i not in dense_signals]
+            for i, r, u, t in tx.all(_MISSING.format(score=score),
+                                     (*weights, user_id, dense_only, q, q, words_only)):
                 if r is not None:
                     rank[i] = float(r)
                 else:
-                    unit[i] = float(u or 0.0)
-        return [SignalRow(i, speakers, rank.get(i, 0.0), unit.get(i, 0.0))
+                    dense_signals[i] = (u, t)
+        return [SignalRow(i, speakers,
+                          *_signals(rank.get(i, 0.0), *dense_signals.get(i, (None, None))))
                 for i, speakers in who.items()]
 
-    def search_sample(self, user_id: str, words: LexicalQuery, query: np.ndarray,
-                      size: int) -> np.ndarray:
-        """Lexical, own-vector and best-turn signals (columns) of up to `size` of the user's
-        memories spread evenly over the bank: what the signals are z-scored with."""
-        q = np.asarray(query, dtype=np.float32)
-        score, weights = words.score()
-        rows = self._read(f"SELECT {score}, vs.unit, vs.turn FROM {_EVENLY} {_VECTORS}",
-                          (*weights, user_id, size, user_id, q, q))
-        return np.asarray([_signals(r[0], r[1], r[2]) for r in rows],
-                          dtype=np.float32).reshape(-1, 3)
+    def search_sample(self, user_id: str, size: int) -> Sample:
+        """Up to `size` of the user's memories spread evenly over the bank, with what their
+        signals need (`Sample`)."""
+        rows = self._read(_SAMPLE, (user_id, size, user_id))
+        seqs = list(dict.fromkeys(r[0] for r in rows))
+        at = {seq: i for i, seq in enumerate(seqs)}
+        lengths = np.zeros(len(seqs), dtype=np.float32)
+        counts: list[dict[str, int]] = [{} for _ in seqs]
+        owners: list[int] = []  # each vector's memory; own vectors as -1 - memory
+        vectors: list[bytes] = []
+        for seq, length, tf, idx, vec in rows:
+            i = at[seq]
+            lengths[i], counts[i] = length or 0, tf or {}
+            if vec is not None:
+                owners.append(-1 - i if idx == 0 else i)
+                vectors.append(vec)
+        stacked = (self._vec_stack(vectors).astype(np.float16) if vectors
+                   else np.zeros((0, 0), dtype=np.float16))
+        owner = np.asarray(owners, dtype=np.int64)
+        units = np.zeros((len(seqs), stacked.shape[1]), dtype=np.float16)
+        units[-1 - owner[owner < 0]] = stacked[owner < 0]
+        return Sample(units, stacked[owner >= 0], owner[owner >= 0], counts, lengths)
 
     def search_pool(self, user_id: str, ids: Sequence[str], words: LexicalQuery,
-                    query: np.ndarray, filters: Mapping[str, Sequence[Any]]) -> list[SignalRow]:
-        """Every signal of the memories `ids` and of their same-session neighbours that match
-        `filters`; the rows of `ids` come with their neighbours' ids (None: none, or of
-        another session), the neighbours' rows without."""
+                    query: np.ndarray, filters: Mapping[str, Sequence[Any]]
+                    ) -> tuple[dict[str, tuple[str | None, str | None]], list[SignalRow]]:
+        """The same-session neighbours of the memories `ids` (id → previous and next; None:
+        none, or of another session), and every signal of those neighbours not among `ids`
+        that match `filters`."""
         q = np.asarray(query, dtype=np.float32)
         where, params = _filter_sql(filters)
         score, weights = words.score()
         rows = self._read(
             f"WITH p AS (SELECT m.id, {_SAME_SESSION.format(name='pv')} AS prev, "
             f"{_SAME_SESSION.format(name='nx')} AS next FROM memories m {_ADJACENT} "
-            "WHERE m.user_id = ? "
-            "AND m.id = ANY(?)), "
+            "WHERE m.user_id = ? AND m.id = ANY(?)), "
             "extra AS (SELECT DISTINCT m.id FROM p JOIN memories m ON m.id IN (p.prev, p.next) "
-            f"WHERE m.id <> ALL(?) {where}), "
-            "ids AS (SELECT id, prev, next FROM p UNION ALL SELECT id, NULL, NULL FROM extra) "
-            f"SELECT m.id, m.speakers, {score}, vs.unit, vs.turn, ids.prev, "
-            f"ids.next FROM ids JOIN memories m ON m.id = ids.id {_VECTORS}",
+            f"WHERE m.id <> ALL(?) {where}) "
+            "SELECT p.id, NULL, NULL, NULL, NULL, p.prev, p.next FROM p UNION ALL "
+            f"SELECT m.id, m.speakers, {score}, vs.unit, vs.turn, NULL, NULL FROM extra "
+            f"JOIN memories m ON m.id = extra.id {_VECTORS}",
             (user_id, list(ids), list(ids), *params, *weights, q, q))
-        return [SignalRow(r[0], r[1], *_signals(r[2], r[3], r[4]), r[5], r[6]) for r in rows]
+        links = {r[0]: (r[5], r[6]) for r in rows if r[1] is None}
+        return links, [SignalRow(r[0], r[1], *_signals(r[2], r[3], r[4]))
+                       for r in rows if r[1] is not None]
 
     @contextmanager
     def _search_tx(self, depth: int) -> Iterator[PgTx]:

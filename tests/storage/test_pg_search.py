@@ -406,14 +406,50 @@ def test_the_lexical_signal_is_bm25_over_the_users_bank(open_memory, embedder):
     texts = ["zebra garden zebra", "garden party", "garden tools shed", "quiet morning walk"]
     ids = _add_with_vectors(mem, "u", texts, np.eye(4, 384, dtype=np.float32) + 0.01)
     _add_with_vectors(mem, "other", ["zebra zebra"] * 3, np.ones((3, 384), np.float32))
-    words = mem.store.search_terms("u", ["zebra", "garden"], size=4)
-    query = embedder.embed(["zebra garden"])[0]
-    got = {r.id: r.lexical for r in mem.store.search_pool("u", ids, words, query, {})}
+    sample = mem.store.search_sample("u", 10)
     lengths, avg = [2, 2, 3, 3], 2.5
+    assert sample.avg_length == pytest.approx(avg)
+    words = mem.store.search_terms("u", ["zebra", "garden"], 4, sample.avg_length)
+    query = embedder.embed(["zebra garden"])[0]
+    got = {r.id: r.lexical for r in mem.store.search_shortlist(
+        "u", words, query, {}, dense=4, lexical=4, expected=4)}
     idf = {df: math.log(1 + (4 - df + 0.5) / (df + 0.5)) for df in (1, 3)}
     norm = [1.5 * (0.25 + 0.75 * n / avg) for n in lengths]
     want = [idf[1] * 2 / (2 + norm[0]) + idf[3] / (1 + norm[0]), idf[3] / (1 + norm[1]),
             idf[3] / (1 + norm[2]), 0.0]
     assert [got[i] for i in ids] == pytest.approx(want, rel=1e-5)
-    sample = mem.store.search_sample("u", words, query, 10)
-    assert sorted(sample[:, 0]) == pytest.approx(sorted(want), rel=1e-5)
+    # the sample's signals, computed in the process, are the same BM25
+    assert sorted(sample.signals(words, query)[:, 0]) == pytest.approx(sorted(want), rel=1e-5)
+
+
+@on_postgres
+def test_the_sample_is_read_once_per_bank_change_and_scored_in_the_process(open_memory,
+                                                                           monkeypatch):
+    """A search z-scores its signals over a sample of the bank that the process keeps per
+    bank generation: no SQL for it per search, a write makes the next search read it again."""
+    mem = open_memory(search_backend="database")
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((5, 3, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=2, keepdims=True)
+    adds = [NewMemory(Memory(id=new_memory_id(), user_id="u", text=t, key=t, refs=[]), v)
+            for t, v in zip(FACTS.values(), vectors)]
+    mem.store.add_memories("u", adds, source="direct")
+    reads: list[str] = []
+    real = mem.store.search_sample
+    monkeypatch.setattr(mem.store, "search_sample",
+                        lambda user, size: reads.append(user) or real(user, size))
+    assert mem.search("marathon", user_id="u").hits
+    mem.search("sister", user_id="u")
+    assert reads == ["u"]
+    added = mem.add("I collect vintage fountain pens", user_id="u")[0]
+    assert mem.search("fountain pens", user_id="u").hits[0].memory.id == added.id
+    assert reads == ["u", "u"]
+    sample = real("u", 10)
+    words = mem.store.search_terms("u", ["pen"], 6, sample.avg_length)
+    query = vectors[2, 1]  # a turn vector of the third memory
+    signals = sample.signals(words, query)
+    assert len(signals) == 6 and (signals[:, 0] > 0).sum() == 1
+    # own-vector and best-turn cosines of the five memories written with their vectors
+    unit, turn = vectors[:, 0] @ query, (vectors[:, 1:] @ query).max(axis=1)
+    assert signals[:5, 1] == pytest.approx(unit, abs=2e-3)
+    assert signals[:5, 2] == pytest.approx(turn, abs=2e-3)
