@@ -24,20 +24,26 @@ class Signals:
 
 def within(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Whether each of `keys` is among `sorted_keys`."""
-    if not len(sorted_keys):
-        return np.zeros(len(keys), dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-    return sorted_keys[at] == keys
+    return _located(sorted_keys, keys)[1]
 
 
 def looked_up(sorted_keys: np.ndarray, values: np.ndarray, keys: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
     """The value of each of `keys` (0 where it is not among `sorted_keys`), and whether it
     was there."""
-    found = within(sorted_keys, keys)
+    at, found = _located(sorted_keys, keys)
     out = np.zeros(len(keys), dtype=values.dtype)
-    out[found] = values[np.searchsorted(sorted_keys, keys[found])]
+    out[found] = values[at[found]]
     return out, found
+
+
+def _located(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of `keys` is or would go among `sorted_keys` (clipped to the last), and
+    whether it is there."""
+    if not len(sorted_keys):
+        return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return at, sorted_keys[at] == keys
 
 
 def sparse_stats(values: np.ndarray, n: int) -> tuple[float, float]:
