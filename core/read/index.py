@@ -14,7 +14,7 @@ from .bm25 import Corpus, Lexicon
 from .bm25 import bm25_index as bm25_index  # imported from here by the tools
 from .fusion import Candidates, FusionWeights, Scale, stats
 from .listing import Listing
-from .signals import Signals, looked_up, sparse_stats, within
+from .signals import Signals, distinct, looked_up, sparse_stats, within
 from .slots import Chain, Rows, TurnRows, best_of, neighbours
 from .threads import one_blas_thread
 from .tokens import english_stemmer as english_stemmer  # and by the front door
@@ -305,7 +305,7 @@ class UserIndex:
         slots = ann.search(query, depth)
         slots = slots[(slots >= 0) & (slots < len(self._position))]
         positions = self._position[slots]
-        return np.unique(positions[positions >= 0])
+        return distinct(positions[positions >= 0])
 
     # ranking --------------------------------------------------------------------------------
     def search(self, query_text: str, query_vec: np.ndarray, *, top: int,
@@ -387,7 +387,7 @@ class UserIndex:
         hit, scores = self._lexical_hits(query_text)
         best = hit if len(hit) <= LEXICAL_DEPTH else \
             hit[np.argpartition(-scores, LEXICAL_DEPTH)[:LEXICAL_DEPTH]]
-        positions = np.union1d(self._near(query_vec, DEPTH), self._position[best])
+        positions = distinct(np.concatenate([self._near(query_vec, DEPTH), self._position[best]]))
         if subset is not None:
             positions = positions[within(subset, positions)]
         listed_unit = self._units_at(positions) @ query_vec
@@ -411,7 +411,7 @@ class UserIndex:
         cheap = (scale.cheap(weights, signals.lexical_at(listed), signals.unit_at(listed))
                  - weights.assistant * assistant(listed))
         best = listed[np.argpartition(-cheap, POOL)[:POOL]]
-        pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
+        pool = distinct(np.concatenate([best, self._prev[best], self._next[best]]))
         pool = pool[pool >= 0]
         if subset is not None:  # a neighbour outside the filter is not a candidate
             pool = pool[within(subset, pool)]
