@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .signals import distinct_groups
+
 K1, B = 1.5, 0.75
 """bm25s's defaults."""
 
@@ -160,8 +162,7 @@ class Lexicon:
         parts = list(self._contributions(query))
         if not parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        held, group = np.unique(np.concatenate([slots for slots, _ in parts]),
-                                return_inverse=True)
+        held, group = distinct_groups(np.concatenate([slots for slots, _ in parts]))
         out = np.zeros(len(held), dtype=np.float32)
         start = 0
         for slots, values in parts:  # token by token, as a sum over every slot would add

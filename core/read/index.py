@@ -14,7 +14,7 @@ from .bm25 import Corpus, Lexicon
 from .bm25 import bm25_index as bm25_index  # imported from here by the tools
 from .fusion import Candidates, FusionWeights, Scale, stats
 from .listing import Listing
-from .signals import Signals, looked_up, sparse_stats, within
+from .signals import Signals, distinct, distinct_groups, kept, looked_up, sparse_stats, within
 from .slots import Chain, Rows, TurnRows, best_of, neighbours
 from .threads import one_blas_thread
 from .tokens import english_stemmer as english_stemmer  # and by the front door
@@ -305,7 +305,7 @@ class UserIndex:
         slots = ann.search(query, depth)
         slots = slots[(slots >= 0) & (slots < len(self._position))]
         positions = self._position[slots]
-        return np.unique(positions[positions >= 0])
+        return distinct(positions[positions >= 0])
 
     # ranking --------------------------------------------------------------------------------
     def search(self, query_text: str, query_vec: np.ndarray, *, top: int,
@@ -385,20 +385,21 @@ class UserIndex:
         """The approximate index's nearest memories and BM25's best, with BM25's exact scale
         over the bank (from the memories it scores at all) and the dense one given."""
         hit, scores = self._lexical_hits(query_text)
-        best = hit if len(hit) <= LEXICAL_DEPTH else \
-            hit[np.argpartition(-scores, LEXICAL_DEPTH)[:LEXICAL_DEPTH]]
-        positions = np.union1d(self._near(query_vec, DEPTH), self._position[best])
+        best = np.arange(len(hit)) if len(hit) <= LEXICAL_DEPTH else \
+            np.argpartition(-scores, LEXICAL_DEPTH)[:LEXICAL_DEPTH]
+        near = self._near(query_vec, DEPTH)
+        positions, group = distinct_groups(np.concatenate([near, self._position[hit[best]]]))
+        lexical = np.empty(len(positions), dtype=np.float32)  # BM25's best's scores known
+        lexical[group[len(near):]] = scores[best]
+        lexical[group[:len(near)]] = looked_up(hit, scores, self._slot[near])[0]
         if subset is not None:
-            positions = positions[within(subset, positions)]
-        listed_unit = self._units_at(positions) @ query_vec
-
-        def unit_at(at: np.ndarray) -> np.ndarray:  # the listed ones' kept, others' computed
-            out, found = looked_up(positions, listed_unit, at)
-            out[~found] = self._units_at(at[~found]) @ query_vec
-            return out
-
+            keep = within(subset, positions)
+            positions, lexical = positions[keep], lexical[keep]
         return Signals(positions, sparse_stats(scores, len(self.ids)), unit_stats,
-                       lambda at: looked_up(hit, scores, self._slot[at])[0], unit_at)
+                       kept(positions, lexical,
+                            lambda at: looked_up(hit, scores, self._slot[at])[0]),
+                       kept(positions, self._units_at(positions) @ query_vec,
+                            lambda at: self._units_at(at) @ query_vec))
 
     def _pool(self, signals: Signals, scale: Scale, weights: FusionWeights,
               assistant: Callable[[np.ndarray], np.ndarray],
@@ -411,7 +412,7 @@ class UserIndex:
         cheap = (scale.cheap(weights, signals.lexical_at(listed), signals.unit_at(listed))
                  - weights.assistant * assistant(listed))
         best = listed[np.argpartition(-cheap, POOL)[:POOL]]
-        pool = np.unique(np.concatenate([best, self._prev[best], self._next[best]]))
+        pool = distinct(np.concatenate([best, self._prev[best], self._next[best]]))
         pool = pool[pool >= 0]
         if subset is not None:  # a neighbour outside the filter is not a candidate
             pool = pool[within(subset, pool)]
