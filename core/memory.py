@@ -375,6 +375,7 @@ class ReflectiveMemory:
         self._reranker.forget(user_id)
         self.store.forget(user_id)
         self._indexes.drop(user_id)
+        self._search.database.drop(user_id)
 
     @property
     def workflows(self) -> WorkflowMemory:

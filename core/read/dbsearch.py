@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,7 @@ from .index import (
 from .tokens import tokenize
 
 if TYPE_CHECKING:
+    from ..lru import ByteLRU
     from ..storage.pg_search import Sample
 
 AUTO_MIN_MEMORIES = 20_000
@@ -50,16 +50,20 @@ and 76.8 % at 80 and 100, and the search took about half as long at 100)."""
 
 SAMPLE = Z_SAMPLE // 4
 """Memories spread over the bank whose signals give their mean and spread (`Sample`: read
-once per change of the bank, 1.15 MB for 384-d vectors whatever the bank's size)."""
+once per change of the bank, 1.15 MB for 384-d vectors whatever the bank's size, kept in
+the shared `cache_bytes` budget)."""
 
-SAMPLED_USERS = 32
-"""Users whose sample a process keeps (the most recently searched): at most ~37 MB."""
+
+def sample_key(user_id: str) -> str:
+    """The cache key of a user's `Sample` (`read.cache.index_key` names their index's)."""
+    return f"sample:{user_id}"
 
 
 class DatabaseSearcher:
     """Chooses, per user, where a search runs, and gathers in-database candidates."""
 
-    def __init__(self, store: Store, weights: FusionWeights, backend: str) -> None:
+    def __init__(self, store: Store, weights: FusionWeights, backend: str,
+                 cache: ByteLRU) -> None:
         if backend == "database" and not isinstance(store, DatabaseSearch):
             raise InvalidInputError(
                 f"search_backend='database' needs a store that searches in its database "
@@ -69,8 +73,8 @@ class DatabaseSearcher:
         self.backend = backend
         self._sizes: dict[str, tuple[int, int]] = {}
         """user → (generation, bank size): `auto` reads the size once per change."""
-        self._samples: OrderedDict[str, tuple[int, Sample]] = OrderedDict()
-        """user → (generation, the bank's `Sample`), most recently searched last."""
+        self._cache = cache
+        """Holds each user's (generation, `Sample`) beside the in-process indexes."""
         self._lock = threading.Lock()
         self._dim: int | None = None
         self._ready = False
@@ -125,18 +129,18 @@ class DatabaseSearcher:
 
     def _sample(self, user_id: str, generation: int) -> Sample:
         """The user's `Sample` of this generation: read from the store once per change."""
-        with self._lock:
-            cached = self._samples.get(user_id)
-            if cached is not None and cached[0] == generation:
-                self._samples.move_to_end(user_id)
-                return cached[1]
+        cached = self._cache.get(sample_key(user_id))
+        if cached is not None and cached[0] == generation:
+            return cached[1]
         sample = self.store.search_sample(user_id, SAMPLE)
-        with self._lock:
-            self._samples[user_id] = (generation, sample)
-            self._samples.move_to_end(user_id)
-            while len(self._samples) > SAMPLED_USERS:
-                self._samples.popitem(last=False)
+        self._cache.put(sample_key(user_id), (generation, sample), sample.nbytes)
         return sample
+
+    def drop(self, user_id: str) -> None:
+        """Forget what this process keeps of the user's bank (their data is gone)."""
+        self._cache.pop(sample_key(user_id))
+        with self._lock:
+            self._sizes.pop(user_id, None)
 
     def candidates(self, user_id: str, query: str, query_vec: np.ndarray, top: int,
                    filters: Mapping[str, Sequence[Any]]

@@ -36,7 +36,8 @@ class Searcher:
                  weights: FusionWeights) -> None:
         self.store, self.embedder, self.config = store, embedder, config
         self.indexes, self.reranker, self.weights = indexes, reranker, weights
-        self.database = DatabaseSearcher(store, weights, config.search_backend)
+        self.database = DatabaseSearcher(store, weights, config.search_backend,
+                                         indexes.cache)
         self.open_turns = OpenTurns(store, embedder, unit_words=unit_words(config),
                                     stemmer=indexes.stemmer)
 

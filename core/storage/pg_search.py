@@ -130,6 +130,12 @@ class Sample:
     """(n,) each memory's distinct lexemes."""
 
     @property
+    def nbytes(self) -> int:
+        """Roughly what the sample holds in memory (its arrays and lexeme counts)."""
+        return (self.units.nbytes + self.turns.nbytes + self.owner.nbytes + self.lengths.nbytes
+                + sum(100 * len(c) for c in self.counts))
+
+    @property
     def avg_length(self) -> float:
         """The bank's mean length as this sample estimates it (1: nothing sampled)."""
         return float(self.lengths.mean()) if len(self.lengths) and self.lengths.any() else 1.0

@@ -453,3 +453,16 @@ def test_the_sample_is_read_once_per_bank_change_and_scored_in_the_process(open_
     unit, turn = vectors[:, 0] @ query, (vectors[:, 1:] @ query).max(axis=1)
     assert signals[:5, 1] == pytest.approx(unit, abs=2e-3)
     assert signals[:5, 2] == pytest.approx(turn, abs=2e-3)
+
+
+@on_postgres
+def test_forget_leaves_no_sample_of_the_users_bank_in_the_process(open_memory):
+    """The sample a process keeps to z-score in-database signals holds the bank's vectors
+    and lexemes: it lives in the `cache_bytes` budget and goes with `forget`."""
+    mem = open_memory(search_backend="database")
+    for text in FACTS.values():
+        mem.add(text, user_id="u")
+    assert mem.search("marathon", user_id="u").hits
+    assert "sample:u" in mem._cache
+    mem.forget(user_id="u")
+    assert "sample:u" not in mem._cache
