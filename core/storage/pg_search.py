@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
@@ -15,27 +14,27 @@ import numpy as np
 
 from .base import SignalRow
 from .pg_build import LEXEMES, TEXT_SEARCH, Builder, build, search_ready
+from .pg_pair import SearchPair
 from .pg_tx import PgTx
 
-_NEAR = ("SELECT n.memory_id, n.speakers, n.unit, t.turn FROM (SELECT v.memory_id, m.speakers, "
-         "-({order}) AS unit FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
-         "WHERE v.user_id = ? AND v.idx = 0 {where} ORDER BY {order} LIMIT ?) n LEFT JOIN "
-         "LATERAL (SELECT MAX(-(t.vec <#> ?)) AS turn FROM memory_vectors t WHERE "
-         "t.memory_id = n.memory_id AND t.idx > 0) t ON true")
-"""The nearest memories by their own vector, with their best turn's cosine (the turn rows
-sit on the heap pages the own vector's does)."""
+_NEAR = ("SELECT m.id, m.speakers, {score}, m.unit, t.turn FROM (SELECT v.memory_id AS id, "
+         "m.speakers, m.lexemes, -({order}) AS unit FROM memory_vectors v JOIN memories m ON "
+         "m.id = v.memory_id WHERE v.user_id = ? AND v.idx = 0 {where} ORDER BY {order} LIMIT ?) "
+         "m LEFT JOIN LATERAL (SELECT MAX(-(t.vec <#> ?)) AS turn FROM memory_vectors t WHERE "
+         "t.memory_id = m.id AND t.idx > 0) t ON true")
+"""The nearest memories by their own vector, with their lexical score and best turn's cosine
+(the turn rows sit on the heap pages the own vector's does)."""
 _NEAR_ORDER = "v.vec::vector({dim}) <#> ?::vector({dim})"
 """The HNSW index's own expression: the planner uses the index for exactly this order."""
-_LEXICAL = ("SELECT m.id, m.speakers, {score} FROM (SELECT m.id, m.speakers, m.lexemes FROM "
-            f"memories m WHERE m.user_id = ? AND {LEXEMES} @@ CAST(? AS tsquery) {{where}} "
-            "ORDER BY {rough} DESC LIMIT ?) m")
-"""The best matches of a shortlist query by the rough score, with their exact one."""
-_MISSING = ("SELECT m.id, {score}, NULL, NULL FROM memories m WHERE m.user_id = ? AND "
-            "m.id = ANY(?) UNION ALL SELECT v.memory_id, NULL, MAX(-(v.vec <#> ?)) FILTER "
-            "(WHERE v.idx = 0), MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx > 0) FROM "
-            "memory_vectors v WHERE v.memory_id = ANY(?) GROUP BY v.memory_id")
-"""The lexical score of the dense shortlist's memories and the own-vector and best-turn
-cosines of the lexical one's (each list computes its own signals)."""
+_VECTORS = ("LEFT JOIN LATERAL (SELECT MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx = 0) AS unit, "
+            "MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx > 0) AS turn FROM memory_vectors v "
+            "WHERE v.memory_id = m.id) vs ON true")
+"""A memory's own-vector and best-turn cosines (parameters: the query twice)."""
+_LEXICAL = ("SELECT m.id, m.speakers, {score}, vs.unit, vs.turn FROM (SELECT m.id, m.speakers, "
+            f"m.lexemes FROM memories m WHERE m.user_id = ? AND {LEXEMES} @@ CAST(? AS tsquery) "
+            f"{{where}} ORDER BY {{rough}} DESC LIMIT ?) m {_VECTORS}")
+"""The best matches of a shortlist query by the rough score, with their exact one and their
+own-vector and best-turn cosines."""
 _EVENLY = ("(SELECT COALESCE(MAX(seq), 0) AS top FROM memories WHERE user_id = ?) t CROSS JOIN "
            "generate_series(1, t.top, GREATEST(1, CEIL(t.top / ?::float))::int) g(seq) "
            "JOIN memories m ON m.user_id = ? AND m.seq = g.seq")
@@ -62,9 +61,6 @@ RARE = 0.01
 """Lexemes in fewer memories than this share match the lexical shortlist on their own."""
 MAX_COMMON = 8
 """Most common lexemes of a query combined in the lexical shortlist's narrower queries."""
-_VECTORS = ("LEFT JOIN LATERAL (SELECT MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx = 0) AS unit, "
-            "MAX(-(v.vec <#> ?)) FILTER (WHERE v.idx > 0) AS turn FROM memory_vectors v "
-            "WHERE v.memory_id = m.id) vs ON true")
 _NEIGHBOUR = ("LEFT JOIN LATERAL (SELECT o.id, o.session_ids FROM memories o WHERE "
               "o.user_id = m.user_id AND o.seq {op} m.seq ORDER BY o.seq {order} LIMIT 1) {name} "
               "ON true")
@@ -115,8 +111,8 @@ class Sample:
     """Memories spread evenly over a user's bank, as much of them as their signals need:
     what a search z-scores its signals with, computed here instead of in SQL, so that a
     process keeps it per bank generation (`rmm_core.read.dbsearch`) and a search costs the
-    server nothing for it. Vectors in float16 (1.15 MB for 500 memories of three 384-d
-    vectors): their cosines' mean and spread move by about 1e-4."""
+    server nothing for it (2.3 MB for 500 memories of three 384-d vectors; kept in float32:
+    converting float16 ones cost each search a millisecond)."""
 
     units: np.ndarray
     """(n, dim) each memory's own vector (zeros: none)."""
@@ -146,9 +142,9 @@ class Sample:
         q = np.asarray(query, dtype=np.float32)
         if self.units.shape[1] != len(q):  # no vectors sampled: the signals of none, 0
             return np.stack([self._lexical(words), *np.zeros((2, len(self.lengths)))], axis=1)
-        unit = self.units.astype(np.float32) @ q
+        unit = self.units @ q
         turn = np.full(len(unit), -np.inf, dtype=np.float32)
-        np.maximum.at(turn, self.owner, self.turns.astype(np.float32) @ q)
+        np.maximum.at(turn, self.owner, self.turns @ q)
         turn = np.where(np.isfinite(turn), turn, unit)
         return np.stack([self._lexical(words), unit, turn], axis=1).astype(np.float32)
 
@@ -215,6 +211,7 @@ class PostgresSearch:
 
     schema: str
     _builder: Builder
+    _searching: SearchPair
 
     # in-database vector search ----------------------------------------------------------------
     def vector_search(self, user_id: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
@@ -256,15 +253,16 @@ class PostgresSearch:
         whose mean length is `avg_length` (`Sample.avg_length`): stemmed as the full-text
         column is, each lexeme weighted by its idf over the user's bank (a common one's
         share from PostgreSQL's statistics, a rare one's counted)."""
-        shares = dict(self._read(_FREQS, (" ".join(terms), self.schema)))
-        rare = [t for t, f in shares.items() if not f or f < RARE]
-        held = dict(shares)
-        if rare:
-            counts = ", ".join([f"COUNT(*) FILTER (WHERE {LEXEMES} @@ CAST(? AS tsquery))"]
-                               * len(rare))
-            row = self._read(_COUNT.format(counts=counts),
-                             ([_tsquery([t]) for t in rare] + [user_id, _tsquery(rare)]))[0]
-            held.update((t, n / max(size, 1)) for t, n in zip(rare, row))
+        with self._errors(), self._searching.held() as (tx, _):
+            shares = dict(tx.all(_FREQS, (" ".join(terms), self.schema)))
+            rare = [t for t, f in shares.items() if not f or f < RARE]
+            held = dict(shares)
+            if rare:
+                counts = ", ".join([f"COUNT(*) FILTER (WHERE {LEXEMES} @@ CAST(? AS tsquery))"]
+                                   * len(rare))
+                row = tx.one(_COUNT.format(counts=counts),
+                             ([_tsquery([t]) for t in rare] + [user_id, _tsquery(rare)]))
+                held.update((t, n / max(size, 1)) for t, n in zip(rare, row))
         df = {t: float(f or 0.0) * size for t, f in held.items()}
         idf = {t: math.log(1 + (size - d + 0.5) / (d + 0.5)) for t, d in df.items()}
         return LexicalQuery(shares, idf, avg_length)
@@ -273,44 +271,50 @@ class PostgresSearch:
                          filters: Mapping[str, Sequence[Any]], *, dense: int, lexical: int,
                          expected: int) -> list[SignalRow]:
         """The user's `dense` memories nearest the query by their own vector (HNSW) and
-        `lexical` best by `words`, matching `filters`, each with those two signals.
-        `expected` is how many memories the user has (the dense list's length, if fewer)."""
+        `lexical` best by `words`, matching `filters`, each with its three signals.
+        `expected` is how many memories the user has (the dense list's length, if fewer).
+
+        The two lists are found at once on two connections, each statement in its own
+        snapshot: a memory written or deleted between them may be in one list only, with
+        the signals of the version that list saw (a deleted one is dropped when the search
+        reads the found memories)."""
         q = np.asarray(query, dtype=np.float32)
         where, params = _filter_sql(filters)
         order = _NEAR_ORDER.format(dim=q.shape[0])
         score, weights = words.score()
         rough, rough_weights = words.rough()
-        with self._search_tx(dense) as tx:
-            near = tx.all(_NEAR.format(where=where, order=order),
-                          (q, user_id, *params, q, dense, q))
+
+        def nearest(tx: PgTx) -> list[tuple]:
+            # pgvector's `ef_search`: how many rows the HNSW scan looks at (at most 1000)
+            tx.run(f"SET hnsw.ef_search = {min(max(int(dense), 40), 1000)}")
+            near = tx.all(_NEAR.format(score=score, where=where, order=order),
+                          (*weights, q, user_id, *params, q, dense, q))
             if len(near) < min(dense, expected) // 2:
                 # the approximate index, filtered after its scan, finds too few of a user who
                 # holds a small share of the table: the exact order (an expression the index
                 # does not serve) finds them all, up to `dense`
-                near = tx.all(_NEAR.format(where=where, order=f"({order}) + 0"),
-                              (q, user_id, *params, q, dense, q))
+                near = tx.all(_NEAR.format(score=score, where=where, order=f"({order}) + 0"),
+                              (*weights, q, user_id, *params, q, dense, q))
+            return near
+
+        def matching(tx: PgTx) -> list[tuple]:
             found: list[tuple] = []
             for match in lexical_tiers(words.shares, expected, lexical):
                 found = tx.all(_LEXICAL.format(score=score, where=where, rough=rough),
-                               (*weights, user_id, match, *params, *rough_weights, lexical))
+                               (*weights, user_id, match, *params, *rough_weights, lexical, q,
+                                q))
                 if len(found) >= lexical // 2:  # enough: a broader query's additions hold
                     # fewer of the query's common words than all of these
                     break
-            who = {r[0]: r[1] for r in [*near, *found]}
-            dense_signals = {i: (u, t) for i, _, u, t in near}
-            rank = {i: float(r) for i, _, r in found}
-            dense_only = [i for i in dense_signals if i not in rank]
-            words_only = [i for i in rank if i not in dense_signals]
-            for i, r, u, t in tx.all(_MISSING.format(score=score),
-                                     (*weights, user_id, dense_only, q, q, words_only)):
-                if r is not None:
-                    rank[i] = float(r)
-                else:
-                    dense_signals[i] = (u, t)
-        return [SignalRow(i, speakers,
-                          *_signals(rank.get(i, 0.0), *dense_signals.get(i, (None, None))))
-                for i, speakers in who.items()]
+            return found
 
+        with self._errors(), self._searching.held() as pair:
+            found, near = self._searching.at_once(pair, matching, nearest)
+        rows: dict[str, SignalRow] = {}
+        for i, speakers, lexical_score, unit, turn in [*near, *found]:
+            if i not in rows:
+                rows[i] = SignalRow(i, speakers, *_signals(lexical_score, unit, turn))
+        return list(rows.values())
     def search_sample(self, user_id: str, size: int) -> Sample:
         """Up to `size` of the user's memories spread evenly over the bank, with what their
         signals need (`Sample`)."""
@@ -327,10 +331,9 @@ class PostgresSearch:
             if vec is not None:
                 owners.append(-1 - i if idx == 0 else i)
                 vectors.append(vec)
-        stacked = (self._vec_stack(vectors).astype(np.float16) if vectors
-                   else np.zeros((0, 0), dtype=np.float16))
+        stacked = self._vec_stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
         owner = np.asarray(owners, dtype=np.int64)
-        units = np.zeros((len(seqs), stacked.shape[1]), dtype=np.float16)
+        units = np.zeros((len(seqs), stacked.shape[1]), dtype=np.float32)
         units[-1 - owner[owner < 0]] = stacked[owner < 0]
         return Sample(units, stacked[owner >= 0], owner[owner >= 0], counts, lengths)
 
@@ -339,33 +342,28 @@ class PostgresSearch:
                     ) -> tuple[dict[str, tuple[str | None, str | None]], list[SignalRow]]:
         """The same-session neighbours of the memories `ids` (id → previous and next; None:
         none, or of another session), and every signal of those neighbours not among `ids`
-        that match `filters`."""
+        that match `filters`. Each half of `ids` is looked up on its own connection, at once."""
         q = np.asarray(query, dtype=np.float32)
         where, params = _filter_sql(filters)
         score, weights = words.score()
-        rows = self._read(
-            f"WITH p AS (SELECT m.id, {_SAME_SESSION.format(name='pv')} AS prev, "
-            f"{_SAME_SESSION.format(name='nx')} AS next FROM memories m {_ADJACENT} "
-            "WHERE m.user_id = ? AND m.id = ANY(?)), "
-            "extra AS (SELECT DISTINCT m.id FROM p JOIN memories m ON m.id IN (p.prev, p.next) "
-            f"WHERE m.id <> ALL(?) {where}) "
-            "SELECT p.id, NULL, NULL, NULL, NULL, p.prev, p.next FROM p UNION ALL "
-            f"SELECT m.id, m.speakers, {score}, vs.unit, vs.turn, NULL, NULL FROM extra "
-            f"JOIN memories m ON m.id = extra.id {_VECTORS}",
-            (user_id, list(ids), list(ids), *params, *weights, q, q))
-        links = {r[0]: (r[5], r[6]) for r in rows if r[1] is None}
-        return links, [SignalRow(r[0], r[1], *_signals(r[2], r[3], r[4]))
-                       for r in rows if r[1] is not None]
+        sql = (f"WITH p AS (SELECT m.id, {_SAME_SESSION.format(name='pv')} AS prev, "
+               f"{_SAME_SESSION.format(name='nx')} AS next FROM memories m {_ADJACENT} "
+               "WHERE m.user_id = ? AND m.id = ANY(?)), "
+               "extra AS (SELECT DISTINCT m.id FROM p JOIN memories m ON m.id IN (p.prev, "
+               f"p.next) WHERE m.id <> ALL(?) {where}) "
+               "SELECT p.id, NULL, NULL, NULL, NULL, p.prev, p.next FROM p UNION ALL "
+               f"SELECT m.id, m.speakers, {score}, vs.unit, vs.turn, NULL, NULL FROM extra "
+               f"JOIN memories m ON m.id = extra.id {_VECTORS}")
+        ids = list(ids)
 
-    @contextmanager
-    def _search_tx(self, depth: int) -> Iterator[PgTx]:
-        """A read transaction whose HNSW scans look at `depth` rows (pgvector's `ef_search`,
-        at most 1000)."""
-        with self._lock, self._errors():
-            conn = self._live()
-            with conn.transaction(), conn.cursor(binary=True) as cur:
-                cur.execute(f"SET LOCAL hnsw.ef_search = {min(max(int(depth), 40), 1000)}")
-                # the lexical shortlist's narrow queries are what the GIN index is for; the
-                # planner's estimates for them often choose a slower scan of every row
-                cur.execute("SET LOCAL enable_seqscan = off")
-                yield PgTx(cur)
+        def of(half: list[str]) -> Callable[[PgTx], list[tuple]]:
+            return lambda tx: tx.all(sql, (user_id, half, ids, *params, *weights, q, q))
+
+        with self._errors(), self._searching.held() as pair:
+            first, second = self._searching.at_once(pair, of(ids[:len(ids) // 2]),
+                                                    of(ids[len(ids) // 2:]))
+        rows = first + second
+        links = {r[0]: (r[5], r[6]) for r in rows if r[1] is None}
+        extra = {r[0]: SignalRow(r[0], r[1], *_signals(r[2], r[3], r[4]))
+                 for r in rows if r[1] is not None}  # a neighbour of both halves: once
+        return links, list(extra.values())

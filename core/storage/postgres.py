@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, MissingDependencyError, StorageError
 from .pg_build import Builder
+from .pg_pair import SearchPair
 from .pg_schema import migrate
 from .pg_search import PostgresSearch
 from .pg_tx import PgTx
@@ -47,7 +48,8 @@ def _split_url(url: str) -> tuple[str, str]:
 
 
 class PostgresStore(PostgresSearch, SQLStore):
-    """One psycopg connection per store, guarded by a lock; reconnects after a broken link."""
+    """One psycopg connection per store, guarded by a lock, and two more that only in-database
+    searches use (`pg_pair`); each reconnects after a broken link."""
 
     def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
         try:
@@ -62,6 +64,7 @@ class PostgresStore(PostgresSearch, SQLStore):
         self._conn: Any = None
         self._vector_oid = 0
         self._builder = Builder(self._own_connection, self.schema)
+        self._searching = SearchPair(self._search_connection)
         with self._lock, self._errors():
             self._connect(create=True)
 
@@ -78,7 +81,7 @@ class PostgresStore(PostgresSearch, SQLStore):
         if create:
             migrate(conn, self.schema, self.url)
         conn.execute(f"SET search_path TO {self.schema}, public")
-        self._register_vector()
+        self._register_vector(conn)
 
     def _own_connection(self) -> Any:
         """A new autocommit connection on the store's schema (the background index build's)."""
@@ -89,13 +92,19 @@ class PostgresStore(PostgresSearch, SQLStore):
         conn.execute(f"SET search_path TO {self.schema}, public")
         return conn
 
-    def _register_vector(self) -> None:
+    def _search_connection(self) -> Any:
+        """A new connection for in-database searches: vectors sent and read as `_conn`'s."""
+        conn = self._own_connection()
+        self._register_vector(conn)
+        return conn
+
+    def _register_vector(self, conn: Any) -> None:
         from pgvector.psycopg import register_vector
         from psycopg.adapt import Loader
         from psycopg.pq import Format
 
-        register_vector(self._conn)
-        oid = self._conn.execute("SELECT 'vector'::regtype::oid").fetchone()[0]
+        register_vector(conn)
+        oid = conn.execute("SELECT 'vector'::regtype::oid").fetchone()[0]
 
         class RawVector(Loader):  # the wire format as is; `_vec_stack` decodes it in bulk
             format = Format.BINARY
@@ -103,9 +112,8 @@ class PostgresStore(PostgresSearch, SQLStore):
             def load(self, data: Any) -> bytes:
                 return bytes(data)
 
-        self._conn.adapters.register_loader(oid, RawVector)
+        conn.adapters.register_loader(oid, RawVector)
         self._vector_oid = oid
-
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -177,8 +185,9 @@ class PostgresStore(PostgresSearch, SQLStore):
         return text
 
     def close(self) -> None:
-        """Cancel a background index build under way, then close the connection."""
+        """Cancel a background index build under way, then close the connections."""
         self._builder.stop()
+        self._searching.close()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()

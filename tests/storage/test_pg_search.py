@@ -373,7 +373,9 @@ def test_a_user_with_a_small_share_of_the_table_is_searched_exactly(open_memory,
     mine = _add_with_vectors(mem, "me", ["my boat is blue", "I sail on Sundays",
                                          "the harbour is small"], away)
     # as on a table where the user's share is misjudged: the planner takes the HNSW order
-    mem.store._live().execute("SET enable_sort = off")
+    with mem.store._searching.held() as connections:
+        for tx in connections:
+            tx.run("SET enable_sort = off")
     assert {h.memory.id for h in mem.search("zebra stripes", user_id="me", k=3)} == set(mine)
 
 

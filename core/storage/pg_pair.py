@@ -1,0 +1,68 @@
+"""Two connections that only in-database searches use, so that a search runs two independent
+statements at once (its shortlists, its pool's halves) and never waits for the store's
+writes on its main connection."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from .pg_tx import PgTx
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+SEARCH_SETTINGS = ("SET enable_seqscan = off",)
+"""Session settings of a search connection: the lexical shortlist's narrow queries are what
+the GIN index is for, and the planner's estimates for them often choose a slower scan of
+every row."""
+
+
+class SearchPair:
+    """Two autocommit connections (opened by `connect`, reopened when broken) and a worker
+    thread; one search at a time uses them."""
+
+    def __init__(self, connect: Callable[[], Any]) -> None:
+        self._connect = connect
+        self._conns: list[Any] = [None, None]
+        self._lock = threading.Lock()
+        self._worker: ThreadPoolExecutor | None = None
+
+    @contextmanager
+    def held(self) -> Iterator[tuple[PgTx, PgTx]]:
+        """Both connections, as binary cursors, for one search."""
+        with self._lock:
+            for i, conn in enumerate(self._conns):
+                if conn is None or conn.closed or conn.broken:
+                    conn = self._conns[i] = self._connect()
+                    for setting in SEARCH_SETTINGS:
+                        conn.execute(setting)
+            with self._conns[0].cursor(binary=True) as a, self._conns[1].cursor(binary=True) as b:
+                yield PgTx(a), PgTx(b)
+
+    def at_once(self, pair: tuple[PgTx, PgTx], first: Callable[[PgTx], A],
+                second: Callable[[PgTx], B]) -> tuple[A, B]:
+        """`first` on the pair's first connection while `second` runs on its second; each
+        statement sees the rows committed before it started (its own snapshot)."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="rmm-pg-search")
+        future = self._worker.submit(second, pair[1])
+        try:
+            out = first(pair[0])
+        finally:
+            wait([future])  # the second connection is free again before the pair is
+        return out, future.result()
+
+    def close(self) -> None:
+        """Close both connections and stop the worker (after a search under way)."""
+        with self._lock:
+            for conn in self._conns:
+                if conn is not None:
+                    conn.close()
+            self._conns = [None, None]
+            if self._worker is not None:
+                self._worker.shutdown()
+                self._worker = None
