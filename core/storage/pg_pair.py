@@ -22,8 +22,8 @@ every row."""
 
 
 class SearchPair:
-    """Two autocommit connections (opened by `connect`, reopened when broken) and a worker
-    thread; one search at a time uses them."""
+    """Two autocommit connections (opened by `connect`, opened again after a search failed)
+    and a worker thread; one search at a time uses them."""
 
     def __init__(self, connect: Callable[[], Any]) -> None:
         self._connect = connect
@@ -36,12 +36,17 @@ class SearchPair:
         """Both connections, as binary cursors, for one search."""
         with self._lock:
             for i, conn in enumerate(self._conns):
-                if conn is None or conn.closed or conn.broken:
+                if conn is None:
                     conn = self._conns[i] = self._connect()
                     for setting in SEARCH_SETTINGS:
                         conn.execute(setting)
-            with self._conns[0].cursor(binary=True) as a, self._conns[1].cursor(binary=True) as b:
-                yield PgTx(a), PgTx(b)
+            try:
+                with (self._conns[0].cursor(binary=True) as a,
+                      self._conns[1].cursor(binary=True) as b):
+                    yield PgTx(a), PgTx(b)
+            except BaseException:  # either link may be the broken one: the next search
+                self._drop()  # opens both again
+                raise
 
     def at_once(self, pair: tuple[PgTx, PgTx], first: Callable[[PgTx], A],
                 second: Callable[[PgTx], B]) -> tuple[A, B]:
@@ -56,13 +61,16 @@ class SearchPair:
             wait([future])  # the second connection is free again before the pair is
         return out, future.result()
 
+    def _drop(self) -> None:
+        for conn in self._conns:
+            if conn is not None:
+                conn.close()
+        self._conns = [None, None]
+
     def close(self) -> None:
         """Close both connections and stop the worker (after a search under way)."""
         with self._lock:
-            for conn in self._conns:
-                if conn is not None:
-                    conn.close()
-            self._conns = [None, None]
+            self._drop()
             if self._worker is not None:
                 self._worker.shutdown()
                 self._worker = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
@@ -46,30 +46,46 @@ _SAMPLE = ("SELECT s.seq, s.length, s.tf, v.idx, v.vec FROM (SELECT m.id, m.seq,
            "memory_vectors v ON v.memory_id = s.id ORDER BY s.seq, v.idx")
 """Each sampled memory's distinct lexemes, each lexeme's count and every vector, one row a
 vector."""
-_FREQS = ("SELECT e.lexeme, s.f FROM unnest(tsvector_to_array(to_tsvector("
-          f"'{TEXT_SEARCH}', ?))) e(lexeme) LEFT JOIN (SELECT unnest(most_common_elems::text::"
-          "text[]) AS lexeme, unnest(most_common_elem_freqs) AS f FROM pg_stats WHERE "
-          "schemaname = ? AND tablename = 'memories' AND attname = 'lexemes') s USING (lexeme)")
+_TERMS = ("SELECT e.lexeme, s.f, CASE WHEN s.f IS NULL OR s.f < {rare} THEN (SELECT COUNT(*) "
+          f"FROM memories m WHERE m.user_id = ? AND {LEXEMES} @@ CAST(chr(39) || replace("
+          "e.lexeme, chr(39), chr(39) || chr(39)) || chr(39) AS tsquery)) END FROM unnest("
+          f"tsvector_to_array(to_tsvector('{TEXT_SEARCH}', ?))) e(lexeme) LEFT JOIN (SELECT "
+          "unnest(most_common_elems::text::text[]) AS lexeme, unnest(most_common_elem_freqs) AS f "
+          "FROM pg_stats WHERE schemaname = ? AND tablename = 'memories' AND attname = "
+          "'lexemes') s USING (lexeme)")
 """The query's lexemes with their share of the memories holding them (ANALYZE's estimate
-for the lexemes' column; None: rarer than any it lists)."""
-_COUNT = (f"SELECT {{counts}} FROM memories m WHERE m.user_id = ? AND {LEXEMES} @@ "
-          "CAST(? AS tsquery)")
-"""How many of the user's memories hold each of some lexemes (`{counts}`: one COUNT each)."""
+for the lexemes' column; None: rarer than any it lists) and, for a rare one (`{rare}`), how
+many of the user's memories hold it."""
 K1, B = 1.5, 0.75
 """BM25's parameters, as the in-process index's (`rmm_core.read.bm25`)."""
 RARE = 0.01
 """Lexemes in fewer memories than this share match the lexical shortlist on their own."""
 MAX_COMMON = 8
 """Most common lexemes of a query combined in the lexical shortlist's narrower queries."""
-_NEIGHBOUR = ("LEFT JOIN LATERAL (SELECT o.id, o.session_ids FROM memories o WHERE "
-              "o.user_id = m.user_id AND o.seq {op} m.seq ORDER BY o.seq {order} LIMIT 1) {name} "
-              "ON true")
-_ADJACENT = " ".join(_NEIGHBOUR.format(op=op, order=order, name=name)
-                     for op, order, name in (("<", "DESC", "pv"), (">", "ASC", "nx")))
-_SAME_SESSION = ("CASE WHEN ({name}.session_ids::jsonb ->> 0) = (m.session_ids::jsonb ->> 0) "
-                 "THEN {name}.id END")
-"""A memory's previous and next memory in the user's order (`pv`, `nx`); each counts as its
-neighbour when of the same session (`_SAME_SESSION`)."""
+_SESSION = "({alias}.session_ids::jsonb ->> 0)"
+"""A memory's (first) session."""
+_FALLBACK = ("LEFT JOIN LATERAL (SELECT o.id, {session} AS session FROM memories o WHERE "
+             "{exact}.id IS NULL AND o.user_id = ? AND o.seq {op} p.seq ORDER BY o.seq {order} "
+             "LIMIT 1) {name} ON true")
+_LINKS = ("p AS (SELECT m.id, m.seq, {own} AS session FROM memories m WHERE m.user_id = ? "
+          "AND m.id = ANY(?)), "
+          "adjacent AS (SELECT o.id, o.seq, {session} AS session FROM memories o WHERE "
+          "o.user_id = ? AND o.seq = ANY(ARRAY(SELECT seq - 1 FROM p UNION SELECT seq + 1 FROM "
+          "p))), "
+          "links AS (SELECT p.id, CASE WHEN COALESCE(pe.session, pf.session) = p.session THEN "
+          "COALESCE(pe.id, pf.id) END AS prev, CASE WHEN COALESCE(ne.session, nf.session) = "
+          "p.session THEN COALESCE(ne.id, nf.id) END AS next FROM p "
+          "LEFT JOIN adjacent pe ON pe.seq = p.seq - 1 {before} "
+          "LEFT JOIN adjacent ne ON ne.seq = p.seq + 1 {after})").format(
+    own=_SESSION.format(alias="m"), session=_SESSION.format(alias="o"), **{
+        name: _FALLBACK.format(session=_SESSION.format(alias="o"), exact=exact, op=op,
+                               order=order, name=alias)
+        for name, exact, op, order, alias in (("before", "pe", "<", "DESC", "pf"),
+                                              ("after", "ne", ">", "ASC", "nf"))})
+"""Each of some memories (parameters: user, ids, user, user, user) with its previous and next
+memory in the user's order (`seq`) when of the same session (else None): looked up in one
+index scan where its neighbours' `seq` is its own ± 1, one by one where a deleted memory
+left a gap."""
 
 
 @dataclass(frozen=True)
@@ -254,15 +270,9 @@ class PostgresSearch:
         column is, each lexeme weighted by its idf over the user's bank (a common one's
         share from PostgreSQL's statistics, a rare one's counted)."""
         with self._errors(), self._searching.held() as (tx, _):
-            shares = dict(tx.all(_FREQS, (" ".join(terms), self.schema)))
-            rare = [t for t, f in shares.items() if not f or f < RARE]
-            held = dict(shares)
-            if rare:
-                counts = ", ".join([f"COUNT(*) FILTER (WHERE {LEXEMES} @@ CAST(? AS tsquery))"]
-                                   * len(rare))
-                row = tx.one(_COUNT.format(counts=counts),
-                             ([_tsquery([t]) for t in rare] + [user_id, _tsquery(rare)]))
-                held.update((t, n / max(size, 1)) for t, n in zip(rare, row))
+            rows = tx.all(_TERMS.format(rare=RARE), (user_id, " ".join(terms), self.schema))
+        shares = {t: f for t, f, _ in rows}
+        held = {t: f if n is None else n / max(size, 1) for t, f, n in rows}
         df = {t: float(f or 0.0) * size for t, f in held.items()}
         idf = {t: math.log(1 + (size - d + 0.5) / (d + 0.5)) for t, d in df.items()}
         return LexicalQuery(shares, idf, avg_length)
@@ -342,28 +352,19 @@ class PostgresSearch:
                     ) -> tuple[dict[str, tuple[str | None, str | None]], list[SignalRow]]:
         """The same-session neighbours of the memories `ids` (id → previous and next; None:
         none, or of another session), and every signal of those neighbours not among `ids`
-        that match `filters`. Each half of `ids` is looked up on its own connection, at once."""
+        that match `filters`."""
         q = np.asarray(query, dtype=np.float32)
         where, params = _filter_sql(filters)
         score, weights = words.score()
-        sql = (f"WITH p AS (SELECT m.id, {_SAME_SESSION.format(name='pv')} AS prev, "
-               f"{_SAME_SESSION.format(name='nx')} AS next FROM memories m {_ADJACENT} "
-               "WHERE m.user_id = ? AND m.id = ANY(?)), "
-               "extra AS (SELECT DISTINCT m.id FROM p JOIN memories m ON m.id IN (p.prev, "
-               f"p.next) WHERE m.id <> ALL(?) {where}) "
-               "SELECT p.id, NULL, NULL, NULL, NULL, p.prev, p.next FROM p UNION ALL "
+        sql = (f"WITH {_LINKS}, extra AS (SELECT DISTINCT m.id FROM links JOIN memories m ON "
+               f"m.id IN (links.prev, links.next) WHERE m.id <> ALL(?) {where}) "
+               "SELECT id, NULL, NULL, NULL, NULL, prev, next FROM links UNION ALL "
                f"SELECT m.id, m.speakers, {score}, vs.unit, vs.turn, NULL, NULL FROM extra "
                f"JOIN memories m ON m.id = extra.id {_VECTORS}")
         ids = list(ids)
-
-        def of(half: list[str]) -> Callable[[PgTx], list[tuple]]:
-            return lambda tx: tx.all(sql, (user_id, half, ids, *params, *weights, q, q))
-
-        with self._errors(), self._searching.held() as pair:
-            first, second = self._searching.at_once(pair, of(ids[:len(ids) // 2]),
-                                                    of(ids[len(ids) // 2:]))
-        rows = first + second
+        with self._errors(), self._searching.held() as (tx, _):
+            rows = tx.all(sql, (user_id, ids, user_id, user_id, user_id, ids, *params,
+                                *weights, q, q))
         links = {r[0]: (r[5], r[6]) for r in rows if r[1] is None}
-        extra = {r[0]: SignalRow(r[0], r[1], *_signals(r[2], r[3], r[4]))
-                 for r in rows if r[1] is not None}  # a neighbour of both halves: once
-        return links, list(extra.values())
+        return links, [SignalRow(r[0], r[1], *_signals(r[2], r[3], r[4]))
+                       for r in rows if r[1] is not None]

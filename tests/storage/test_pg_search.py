@@ -21,7 +21,7 @@ import pytest
 from backends import run_sql, split_target
 from pydantic import ValidationError
 
-from rmm_core import InvalidInputError, ReflectiveMemory
+from rmm_core import InvalidInputError, ReflectiveMemory, StorageError
 from rmm_core.read import dbsearch
 from rmm_core.storage.base import NewMemory
 from rmm_core.storage.pg_search import lexical_tiers
@@ -468,3 +468,94 @@ def test_forget_leaves_no_sample_of_the_users_bank_in_the_process(open_memory):
     assert "sample:u" in mem._cache
     mem.forget(user_id="u")
     assert "sample:u" not in mem._cache
+
+
+@on_postgres
+def test_the_pool_links_same_session_neighbours_across_a_deleted_memorys_gap(open_memory,
+                                                                              embedder):
+    """A pooled memory's previous and next memory in the user's order count as neighbours
+    when of its session: found by `seq` ± 1, or past the gap a deleted memory left; a
+    neighbour outside the pool comes with its own signals."""
+    mem = open_memory(search_backend="database")
+    sessions = ["s1", "s1", "s1", "s2", "s2", "s3"]
+    texts = [f"note {i} about the garden" for i in range(len(sessions))]
+    rng = np.random.default_rng(1)
+    vectors = rng.standard_normal((len(texts), 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    adds = [NewMemory(Memory(id=new_memory_id(), user_id="u", text=t, key=t, refs=[],
+                             session_ids=[s]), v[None, :])
+            for t, s, v in zip(texts, sessions, vectors)]
+    ids = [m.id for m in mem.store.add_memories("u", adds, source="direct")]
+    _add_with_vectors(mem, "other", ["note about the garden"] * 3, vectors[:3])
+    mem.delete(ids[1], user_id="u")  # s1: 0, (1 deleted), 2; s2: 3, 4; s3: 5
+    words = mem.store.search_terms("u", ["garden"], 5, 4.0)
+    links, extra = mem.store.search_pool("u", [ids[0], ids[2], ids[3], ids[5]], words,
+                                         vectors[4], {})
+    assert links == {ids[0]: (None, ids[2]), ids[2]: (ids[0], None),
+                     ids[3]: (None, ids[4]), ids[5]: (None, None)}
+    [neighbour] = extra
+    assert neighbour.id == ids[4] and neighbour.unit == pytest.approx(1.0, abs=1e-5)
+    assert neighbour.turn == neighbour.unit and neighbour.lexical > 0
+
+
+@on_postgres
+def test_a_memory_deleted_between_the_shortlists_keeps_the_signals_its_list_saw(
+        open_memory, embedder, monkeypatch):
+    """Each shortlist statement computes its own rows' three signals: a memory that the
+    nearest-vector list found and a write deleted before the full-text list ran keeps its
+    lexical score (it was scored 0 when a later statement looked its score up)."""
+    from rmm_core.storage.pg_tx import PgTx
+
+    mem = open_memory(search_backend="database")
+    writer = open_memory(search_backend="process")
+    texts = ["zebra garden zebra", "garden party", "garden tools shed", "quiet morning walk"]
+    query = embedder.embed(["zebra garden"])[0]
+    vectors = np.eye(4, 384, dtype=np.float32) + 0.01
+    vectors[0] = query  # the first memory is the query's nearest
+    ids = _add_with_vectors(mem, "u", texts, vectors)
+    words = mem.store.search_terms("u", ["zebra", "garden"], 4, 2.5)
+    expected = {r.id: r for r in mem.store.search_shortlist(
+        "u", words, query, {}, dense=1, lexical=4, expected=4)}
+    real, deleted = PgTx.all, []
+
+    def all_then_delete(self, sql, params=()):
+        rows = real(self, sql, params)
+        if "ORDER BY v.vec" in sql and not deleted:  # committed before the other list's
+            deleted.append(writer.delete(ids[0], user_id="u"))
+        return rows
+
+    monkeypatch.setattr(PgTx, "all", all_then_delete)
+    monkeypatch.setattr(mem.store._searching, "at_once",
+                        lambda pair, first, second: (lambda b: (first(pair[0]), b))(
+                            second(pair[1])))  # the nearest list first, then the other
+    got = {r.id: r for r in mem.store.search_shortlist(
+        "u", words, query, {}, dense=1, lexical=4, expected=4)}
+    assert deleted and expected[ids[0]].lexical > 0
+    assert got[ids[0]].lexical == pytest.approx(expected[ids[0]].lexical)
+    assert (got[ids[0]].unit, got[ids[0]].turn) == pytest.approx((1.0, 1.0), abs=1e-4)
+
+
+@on_postgres
+def test_searches_have_their_own_connections_reopened_after_a_broken_link(open_memory,
+                                                                          store_target):
+    """A search runs on two connections of its own (not the store's, which writes hold);
+    one the server dropped fails that search with `StorageError` and is opened again by the
+    next; `close` closes them."""
+    import psycopg
+
+    mem = open_memory(search_backend="database")
+    ids = _fill(mem)
+    assert mem.search(QUERIES["dog"], user_id="u").hits[0].memory.id == ids["dog"]
+    searching = mem.store._searching._conns
+    pids = {conn.info.backend_pid for conn in searching}
+    assert len(pids) == 2 and mem.store._conn.info.backend_pid not in pids
+    with psycopg.connect(split_target(store_target)[0], autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid",
+                      (list(pids),))
+    with pytest.raises(StorageError):
+        mem.search(QUERIES["sister"], user_id="u")
+    assert mem.search(QUERIES["sister"], user_id="u").hits[0].memory.id == ids["sister"]
+    reopened = list(mem.store._searching._conns)  # both: either could have been broken
+    assert not pids & {conn.info.backend_pid for conn in reopened}
+    mem.close()
+    assert all(conn.closed for conn in reopened)
