@@ -50,7 +50,7 @@ and 76.8 % at 80 and 100, and the search took about half as long at 100)."""
 
 SAMPLE = Z_SAMPLE // 4
 """Memories spread over the bank whose signals give their mean and spread (`Sample`: read
-once per change of the bank, 1.15 MB for 384-d vectors whatever the bank's size, kept in
+once per change of the bank, 2.3 MB for 384-d vectors whatever the bank's size, kept in
 the shared `cache_bytes` budget)."""
 
 

@@ -1,6 +1,6 @@
-"""Two connections that only in-database searches use, so that a search runs two independent
-statements at once (its shortlists, its pool's halves) and never waits for the store's
-writes on its main connection."""
+"""Two connections that only in-database searches use, so that a search runs its two
+independent shortlist statements at once and never waits for the store's writes on its main
+connection."""
 
 from __future__ import annotations
 

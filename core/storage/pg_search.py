@@ -325,6 +325,7 @@ class PostgresSearch:
             if i not in rows:
                 rows[i] = SignalRow(i, speakers, *_signals(lexical_score, unit, turn))
         return list(rows.values())
+
     def search_sample(self, user_id: str, size: int) -> Sample:
         """Up to `size` of the user's memories spread evenly over the bank, with what their
         signals need (`Sample`)."""
