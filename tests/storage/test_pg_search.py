@@ -524,10 +524,12 @@ def test_a_memory_deleted_between_the_shortlists_keeps_the_signals_its_list_saw(
             deleted.append(writer.delete(ids[0], user_id="u"))
         return rows
 
+    def one_after_the_other(pair, first, second):  # the nearest list first, then the other
+        near = second(pair[1])
+        return first(pair[0]), near
+
     monkeypatch.setattr(PgTx, "all", all_then_delete)
-    monkeypatch.setattr(mem.store._searching, "at_once",
-                        lambda pair, first, second: (lambda b: (first(pair[0]), b))(
-                            second(pair[1])))  # the nearest list first, then the other
+    monkeypatch.setattr(mem.store._searching, "at_once", one_after_the_other)
     got = {r.id: r for r in mem.store.search_shortlist(
         "u", words, query, {}, dense=1, lexical=4, expected=4)}
     assert deleted and expected[ids[0]].lexical > 0
