@@ -4,6 +4,7 @@ own, rows 1.. its turns'), fused into one ranking (`fusion`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import replace
 
 import numpy as np
@@ -16,7 +17,7 @@ from .fusion import Candidates, FusionWeights, Scale, stats
 from .listing import Listing
 from .signals import Signals, distinct, distinct_groups, kept, looked_up, sparse_stats, within
 from .slots import Chain, Rows, TurnRows, best_of, neighbours
-from .threads import one_blas_thread
+from .threads import in_background, one_blas_thread
 from .tokens import english_stemmer as english_stemmer  # and by the front door
 from .tokens import tokenize
 
@@ -335,15 +336,18 @@ class UserIndex:
             unit_all, turn_sample = self._dense_everywhere(query_vec)
             signals = self._everywhere(query_text, unit_all, subset)
         else:
-            sample_units, sample_turns = self._sampled()
-            sample_unit = sample_units @ query_vec
-            turn_sample = sample_turns.best(query_vec, sample_unit)
             exhaustive = ((n <= EXACT_LIMIT if exact is None else exact)
                           or n <= 2 * (DEPTH + LEXICAL_DEPTH)
                           or (subset is not None and len(subset) <= EXACT_LIMIT))
+            # the IVF lookup (faiss frees the GIL) runs beside the sample and BM25
+            near = None if exhaustive else in_background(self._near, query_vec, DEPTH)
+            sample_units, sample_turns = self._sampled()
+            sample_unit = sample_units @ query_vec
+            turn_sample = sample_turns.best(query_vec, sample_unit)
             signals = (self._everywhere(query_text, self.unit_scores(query_vec), subset)
-                       if exhaustive else
-                       self._shortlisted(query_text, query_vec, subset, stats(sample_unit)))
+                       if near is None else
+                       self._shortlisted(query_text, query_vec, near, subset,
+                                         stats(sample_unit)))
         if not len(signals.positions):
             return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         flags = self._assistant_flags(weights) if weights.assistant else None
@@ -380,26 +384,31 @@ class UserIndex:
         rows, offsets, has = self._turn_index(np.arange(len(self.ids)))
         return unit, best_of(sims[rows], offsets, has, unit)
 
-    def _shortlisted(self, query_text: str, query_vec: np.ndarray, subset: np.ndarray | None,
-                     unit_stats: tuple[float, float]) -> Signals:
-        """The approximate index's nearest memories and BM25's best, with BM25's exact scale
-        over the bank (from the memories it scores at all) and the dense one given."""
+    def _shortlisted(self, query_text: str, query_vec: np.ndarray, near: Future[np.ndarray],
+                     subset: np.ndarray | None, unit_stats: tuple[float, float]) -> Signals:
+        """The approximate index's nearest memories (`near`, being found) and BM25's best,
+        with BM25's exact scale over the bank (from the memories it scores at all) and the
+        dense one given; BM25's best are scored before the nearest are waited for."""
         hit, scores = self._lexical_hits(query_text)
         best = np.arange(len(hit)) if len(hit) <= LEXICAL_DEPTH else \
             np.argpartition(-scores, LEXICAL_DEPTH)[:LEXICAL_DEPTH]
-        near = self._near(query_vec, DEPTH)
-        positions, group = distinct_groups(np.concatenate([near, self._position[hit[best]]]))
+        lexical_best = self._position[hit[best]]
+        units_best = self._units_at(lexical_best) @ query_vec
+        nearest = near.result()
+        positions, group = distinct_groups(np.concatenate([nearest, lexical_best]))
         lexical = np.empty(len(positions), dtype=np.float32)  # BM25's best's scores known
-        lexical[group[len(near):]] = scores[best]
-        lexical[group[:len(near)]] = looked_up(hit, scores, self._slot[near])[0]
+        lexical[group[len(nearest):]] = scores[best]
+        lexical[group[:len(nearest)]] = looked_up(hit, scores, self._slot[nearest])[0]
+        unit = np.empty(len(positions), dtype=np.float32)
+        unit[group[len(nearest):]] = units_best
+        unit[group[:len(nearest)]] = self._units_at(nearest) @ query_vec
         if subset is not None:
             keep = within(subset, positions)
-            positions, lexical = positions[keep], lexical[keep]
+            positions, lexical, unit = positions[keep], lexical[keep], unit[keep]
         return Signals(positions, sparse_stats(scores, len(self.ids)), unit_stats,
                        kept(positions, lexical,
                             lambda at: looked_up(hit, scores, self._slot[at])[0]),
-                       kept(positions, self._units_at(positions) @ query_vec,
-                            lambda at: self._units_at(at) @ query_vec))
+                       kept(positions, unit, lambda at: self._units_at(at) @ query_vec))
 
     def _pool(self, signals: Signals, scale: Scale, weights: FusionWeights,
               assistant: Callable[[np.ndarray], np.ndarray],
