@@ -1,0 +1,24 @@
+"""A search's threads: the background pool its IVF lookup runs on. No fake LLM."""
+
+from __future__ import annotations
+
+import threading
+
+from rmm_core.read.threads import in_background
+
+
+def test_a_background_call_has_started_when_it_is_handed_back():
+    """The caller gets the future once a worker runs the call (so that a busy caller does
+    not keep the worker waiting for the GIL), and gets its result or its error."""
+    release = threading.Event()
+    future = in_background(release.wait, 10)
+    assert future.running()
+    release.set()
+    assert future.result(10) is True
+    failing = in_background(int, "not a number")
+    try:
+        failing.result(10)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("the call's error was lost")
