@@ -4,6 +4,7 @@ own, rows 1.. its turns'), fused into one ranking (`fusion`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import replace
 
 import numpy as np
@@ -15,8 +16,8 @@ from .bm25 import bm25_index as bm25_index  # imported from here by the tools
 from .fusion import Candidates, FusionWeights, Scale, stats
 from .listing import Listing
 from .signals import Signals, distinct, distinct_groups, kept, looked_up, sparse_stats, within
-from .slots import Chain, Rows, TurnRows, best_of, neighbours
-from .threads import one_blas_thread
+from .slots import Chain, SlotVectors, TurnRows, best_of, neighbours
+from .threads import in_background, one_blas_thread
 from .tokens import english_stemmer as english_stemmer  # and by the front door
 from .tokens import tokenize
 
@@ -85,9 +86,8 @@ class UserIndex:
         self._lexicon = lexicon
         self.last_seq = last_seq
         self._n_rows = n_rows
-        self._rows = chain.rows[:n_rows]
-        self._row_start = chain.row_start[:len(position)]
-        self._row_count = chain.row_count[:len(position)]
+        self._vectors = SlotVectors(chain.rows[:n_rows], chain.row_start[:len(position)],
+                                    chain.row_count[:len(position)])
         self._prev, self._next = neighbours(listing.codes)
         self._sample = None
 
@@ -111,7 +111,7 @@ class UserIndex:
         sampled = 0  # the sample's vectors, copied and kept once a large bank is searched
         if len(self.ids) > Z_SAMPLE:
             sample = evenly(len(self.ids), Z_SAMPLE)
-            sampled = int(self._row_count[self._slot[sample]].sum()) * chain.rows.itemsize * \
+            sampled = int(self._vectors.count[self._slot[sample]].sum()) * chain.rows.itemsize * \
                 chain.dim
         return (sum(a.nbytes for a in arrays) + self._lexicon.nbytes + ann + sampled
                 + PER_MEMORY_BYTES * len(self._position))
@@ -188,34 +188,22 @@ class UserIndex:
 
     def _units_at(self, positions: np.ndarray) -> np.ndarray:
         """The own vectors of the memories at `positions` (zeros for one without vectors)."""
-        slots = self._slot[positions]
-        out = self._rows[self._row_start[slots]] if self._n_rows else \
-            np.zeros((len(slots), self._chain.dim), dtype=np.float32)
-        out[self._row_count[slots] == 0] = 0.0
-        return out
+        return self._vectors.units(self._slot[positions])
 
     def unit_scores(self, query: np.ndarray) -> np.ndarray:
         """Cosine between the query and each memory's own vector."""
         if not self._n_rows:
             return np.zeros(len(self.ids), dtype=np.float32)
-        return self._own(self._rows @ query)
-
-    def _own(self, sims: np.ndarray) -> np.ndarray:
-        """Each memory's own row's value among `sims` (one per vector row; 0 without one)."""
-        out = sims[self._row_start[self._slot]]
-        out[self._row_count[self._slot] == 0] = 0.0
-        return out
+        return self._vectors.own(self._vectors.rows @ query, self._slot)
 
     def turn_scores(self, query: np.ndarray, positions: np.ndarray,
                     fallback: np.ndarray) -> np.ndarray:
         """Best cosine among each listed memory's turn vectors; `fallback` where it has none."""
-        return self._turn_rows(positions).best(query, fallback)
+        return self._vectors.turns(self._slot[positions]).best(query, fallback)
 
     def rows_of(self, position: int) -> np.ndarray:
         """The vector rows of the memory at `position`: its own first, then its turns'."""
-        slot = self._slot[position]
-        start = self._row_start[slot]
-        return self._rows[start:start + self._row_count[slot]]
+        return self._vectors.of(self._slot[position])
 
     def _assistant_flags(self, weights: FusionWeights) -> np.ndarray:
         """Per slot: 1.0 when `weights` count its speakers as the assistant alone, else 0.0
@@ -233,27 +221,12 @@ class UserIndex:
                 chain.assistant = (names, flags)
         return flags
 
-    def _turn_rows(self, positions: np.ndarray) -> TurnRows:
-        rows, offsets, has = self._turn_index(positions)
-        return TurnRows(np.ascontiguousarray(self._rows[rows]), offsets, has)
-
-    def _turn_index(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The turn rows of the memories at `positions`, where each one's start among them
-        (for those that have any), and which have any."""
-        slots = self._slot[positions]
-        starts, counts = self._row_start[slots] + 1, np.maximum(self._row_count[slots] - 1, 0)
-        has = counts > 0
-        counts, starts = counts[has], starts[has]
-        offsets = np.cumsum(counts) - counts
-        within = np.arange(int(counts.sum())) - np.repeat(offsets, counts)
-        return np.repeat(starts, counts) + within, offsets, has
-
     def _sampled(self) -> tuple[np.ndarray, TurnRows]:
         """The unit vectors and turn rows of Z_SAMPLE memories spread over a large bank."""
         if self._sample is None:
             positions = evenly(len(self.ids), Z_SAMPLE)
             self._sample = (np.ascontiguousarray(self._units_at(positions)),
-                            self._turn_rows(positions))
+                            self._vectors.turns(self._slot[positions]))
         return self._sample
 
     def dense_scores(self, query: np.ndarray, depth: int) -> dict[int, float]:
@@ -264,13 +237,13 @@ class UserIndex:
             return {}
         if len(self.ids) > EXACT_LIMIT:
             near = self._near(query, max(depth, DEPTH))
-            rows = self._rows_at(near)
+            rows = self._vectors.every_row(self._slot[near])
             sims = rows.matrix @ query
             best = np.full(len(near), -np.inf, dtype=np.float32)
             np.maximum.at(best, rows.owner, sims)
             order = np.argsort(-best, kind="stable")[:depth]
             return {int(near[i]): float(best[i]) for i in order if np.isfinite(best[i])}
-        sims = self._rows @ query
+        sims = self._vectors.rows @ query
         owners = self._position[self._chain.row_slot[:self._n_rows]]
         sims[owners < 0] = -np.inf
         depth = min(depth, int((owners >= 0).sum()))
@@ -283,15 +256,6 @@ class UserIndex:
         for row in top:
             out.setdefault(int(owners[row]), float(sims[row]))
         return out
-
-    def _rows_at(self, positions: np.ndarray) -> Rows:
-        """Every vector row of the memories at `positions`, with the index of its memory."""
-        slots = self._slot[positions]
-        counts = self._row_count[slots]
-        offsets = np.cumsum(counts) - counts
-        rows = np.repeat(self._row_start[slots], counts) + \
-            (np.arange(int(counts.sum())) - np.repeat(offsets, counts))
-        return Rows(self._rows[rows], np.repeat(np.arange(len(positions)), counts))
 
     def _near(self, query: np.ndarray, depth: int) -> np.ndarray:
         """Positions of the approximate index's nearest memories (sorted, unique)."""
@@ -335,15 +299,18 @@ class UserIndex:
             unit_all, turn_sample = self._dense_everywhere(query_vec)
             signals = self._everywhere(query_text, unit_all, subset)
         else:
-            sample_units, sample_turns = self._sampled()
-            sample_unit = sample_units @ query_vec
-            turn_sample = sample_turns.best(query_vec, sample_unit)
             exhaustive = ((n <= EXACT_LIMIT if exact is None else exact)
                           or n <= 2 * (DEPTH + LEXICAL_DEPTH)
                           or (subset is not None and len(subset) <= EXACT_LIMIT))
+            # the IVF lookup (faiss frees the GIL) runs beside the sample and BM25
+            near = None if exhaustive else in_background(self._near, query_vec, DEPTH)
+            sample_units, sample_turns = self._sampled()
+            sample_unit = sample_units @ query_vec
+            turn_sample = sample_turns.best(query_vec, sample_unit)
             signals = (self._everywhere(query_text, self.unit_scores(query_vec), subset)
-                       if exhaustive else
-                       self._shortlisted(query_text, query_vec, subset, stats(sample_unit)))
+                       if near is None else
+                       self._shortlisted(query_text, query_vec, near, subset,
+                                         stats(sample_unit)))
         if not len(signals.positions):
             return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         flags = self._assistant_flags(weights) if weights.assistant else None
@@ -375,31 +342,36 @@ class UserIndex:
         if not self._n_rows:
             zeros = np.zeros(len(self.ids), dtype=np.float32)
             return zeros, zeros
-        sims = self._rows @ query
-        unit = self._own(sims)
-        rows, offsets, has = self._turn_index(np.arange(len(self.ids)))
+        sims = self._vectors.rows @ query
+        unit = self._vectors.own(sims, self._slot)
+        rows, offsets, has = self._vectors.turn_index(self._slot)
         return unit, best_of(sims[rows], offsets, has, unit)
 
-    def _shortlisted(self, query_text: str, query_vec: np.ndarray, subset: np.ndarray | None,
-                     unit_stats: tuple[float, float]) -> Signals:
-        """The approximate index's nearest memories and BM25's best, with BM25's exact scale
-        over the bank (from the memories it scores at all) and the dense one given."""
+    def _shortlisted(self, query_text: str, query_vec: np.ndarray, near: Future[np.ndarray],
+                     subset: np.ndarray | None, unit_stats: tuple[float, float]) -> Signals:
+        """The approximate index's nearest memories (`near`, being found) and BM25's best,
+        with BM25's exact scale over the bank (from the memories it scores at all) and the
+        dense one given; BM25's best are scored before the nearest are waited for."""
         hit, scores = self._lexical_hits(query_text)
         best = np.arange(len(hit)) if len(hit) <= LEXICAL_DEPTH else \
             np.argpartition(-scores, LEXICAL_DEPTH)[:LEXICAL_DEPTH]
-        near = self._near(query_vec, DEPTH)
-        positions, group = distinct_groups(np.concatenate([near, self._position[hit[best]]]))
+        lexical_best = self._position[hit[best]]
+        units_best = self._units_at(lexical_best) @ query_vec
+        nearest = near.result()
+        positions, group = distinct_groups(np.concatenate([nearest, lexical_best]))
         lexical = np.empty(len(positions), dtype=np.float32)  # BM25's best's scores known
-        lexical[group[len(near):]] = scores[best]
-        lexical[group[:len(near)]] = looked_up(hit, scores, self._slot[near])[0]
+        lexical[group[len(nearest):]] = scores[best]
+        lexical[group[:len(nearest)]] = looked_up(hit, scores, self._slot[nearest])[0]
+        unit = np.empty(len(positions), dtype=np.float32)
+        unit[group[len(nearest):]] = units_best
+        unit[group[:len(nearest)]] = self._units_at(nearest) @ query_vec
         if subset is not None:
             keep = within(subset, positions)
-            positions, lexical = positions[keep], lexical[keep]
+            positions, lexical, unit = positions[keep], lexical[keep], unit[keep]
         return Signals(positions, sparse_stats(scores, len(self.ids)), unit_stats,
                        kept(positions, lexical,
                             lambda at: looked_up(hit, scores, self._slot[at])[0]),
-                       kept(positions, self._units_at(positions) @ query_vec,
-                            lambda at: self._units_at(at) @ query_vec))
+                       kept(positions, unit, lambda at: self._units_at(at) @ query_vec))
 
     def _pool(self, signals: Signals, scale: Scale, weights: FusionWeights,
               assistant: Callable[[np.ndarray], np.ndarray],

@@ -101,6 +101,54 @@ def best_of(sims: np.ndarray, offsets: np.ndarray, has: np.ndarray,
 
 
 @dataclass(slots=True)
+class SlotVectors:
+    """A snapshot's vector rows by slot: slot s owns rows [start[s], start[s] + count[s]),
+    its own vector first, then its turns'."""
+
+    rows: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+
+    def units(self, slots: np.ndarray) -> np.ndarray:
+        """The own vectors of `slots` (zeros for one without vectors)."""
+        out = self.rows[self.start[slots]] if len(self.rows) else \
+            np.zeros((len(slots), self.rows.shape[1]), dtype=np.float32)
+        out[self.count[slots] == 0] = 0.0
+        return out
+
+    def own(self, sims: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Each of `slots`' own row's value among `sims` (one per row; 0 without one)."""
+        out = sims[self.start[slots]]
+        out[self.count[slots] == 0] = 0.0
+        return out
+
+    def of(self, slot: int) -> np.ndarray:
+        return self.rows[self.start[slot]:self.start[slot] + self.count[slot]]
+
+    def turn_index(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The turn rows of `slots`, where each one's start among them (for those that have
+        any), and which have any."""
+        starts, counts = self.start[slots] + 1, np.maximum(self.count[slots] - 1, 0)
+        has = counts > 0
+        counts, starts = counts[has], starts[has]
+        offsets = np.cumsum(counts) - counts
+        within = np.arange(int(counts.sum())) - np.repeat(offsets, counts)
+        return np.repeat(starts, counts) + within, offsets, has
+
+    def turns(self, slots: np.ndarray) -> TurnRows:
+        rows, offsets, has = self.turn_index(slots)
+        return TurnRows(np.ascontiguousarray(self.rows[rows]), offsets, has)
+
+    def every_row(self, slots: np.ndarray) -> Rows:
+        """Every vector row of `slots`, with the index of its slot among them."""
+        counts = self.count[slots]
+        offsets = np.cumsum(counts) - counts
+        rows = np.repeat(self.start[slots], counts) + \
+            (np.arange(int(counts.sum())) - np.repeat(offsets, counts))
+        return Rows(self.rows[rows], np.repeat(np.arange(len(slots)), counts))
+
+
+@dataclass(slots=True)
 class Rows:
     """Vector rows of some memories, each with the index of its memory among them."""
 

@@ -81,7 +81,7 @@ def assert_same_near(cached: UserIndex, fresh: UserIndex, vec: np.ndarray, depth
     longer = near if len(near) > n else want
     if len(longer) > n:
         owners = fresh._position[fresh._chain.row_slot[:fresh._n_rows]]
-        sims = np.sort((fresh._rows @ vec)[owners >= 0])[::-1]
+        sims = np.sort((fresh._vectors.rows @ vec)[owners >= 0])[::-1]
         cut = sims[min(depth, len(sims)) - 1]
         np.testing.assert_allclose(list(longer.values())[n:], cut, rtol=tol, atol=tol)
 

@@ -10,6 +10,7 @@ test uses a fake LLM.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 import numpy as np
@@ -139,3 +140,40 @@ def test_the_bench_bank_draws_real_words_zipf_like_in_chunks(embedder):
         return counts.most_common(1)[0][1] / len(texts)
 
     assert head_share(small) > 0.15 and head_share(zipf) < 0.12
+
+
+def test_a_shortlisted_search_looks_up_the_ivf_while_it_scores_bm25(tmp_path, monkeypatch,
+                                                                    embedder):
+    """The IVF lookup runs on a worker thread at the same time as the caller's BM25: each
+    waits for the other to have started, which a search doing one after the other (or both
+    on one thread) cannot pass. Rankings are those of the lookup done inline."""
+    monkeypatch.setattr(index_module, "EXACT_LIMIT", 1000)
+    store = open_store(str(tmp_path / "m.sqlite"))
+    fill(store, "u", 6000, dim=embedder.dim)
+    index = UserIndex(store.index_data("u"))
+    query = "w3 w7 n4242"
+    vec = embedder.embed([query])[0]
+    want = index.search(query, vec, top=20)
+    ivf_started, bm25_started = threading.Event(), threading.Event()
+    threads = {}
+    search, hits = Ann.search, Lexicon.hits
+
+    def ivf(self, *args):
+        threads["ivf"] = threading.get_ident()
+        ivf_started.set()
+        assert bm25_started.wait(10), "BM25 waited for the IVF lookup to end"
+        return search(self, *args)
+
+    def bm25(self, *args):
+        threads["bm25"] = threading.get_ident()
+        bm25_started.set()
+        assert ivf_started.wait(10), "the IVF lookup waited for BM25 to end"
+        return hits(self, *args)
+
+    monkeypatch.setattr(Ann, "search", ivf)
+    monkeypatch.setattr(Lexicon, "hits", bm25)
+    found = index.search(query, vec, top=20)
+    assert threads["bm25"] == threading.get_ident() != threads["ivf"]
+    assert np.array_equal(found.positions, want.positions)
+    assert np.array_equal(found.fused, want.fused)
+    store.close()
