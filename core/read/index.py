@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..background import in_background
 from ..storage.base import IndexData, IndexDelta
 from .ann import Ann, evenly, size_class
 from .bm25 import Corpus, Lexicon
@@ -17,7 +18,7 @@ from .fusion import Candidates, FusionWeights, Scale, stats
 from .listing import Listing
 from .signals import Signals, distinct, distinct_groups, kept, looked_up, sparse_stats, within
 from .slots import Chain, SlotVectors, TurnRows, best_of, neighbours
-from .threads import in_background, one_blas_thread
+from .threads import one_blas_thread
 from .tokens import english_stemmer as english_stemmer  # and by the front door
 from .tokens import tokenize
 

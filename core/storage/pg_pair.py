@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from ..background import in_background
 from .pg_tx import PgTx
 
 A = TypeVar("A")
@@ -22,14 +23,13 @@ every row."""
 
 
 class SearchPair:
-    """Two autocommit connections (opened by `connect`, opened again after a search failed)
-    and a worker thread; one search at a time uses them."""
+    """Two autocommit connections (opened by `connect`, opened again after a search failed);
+    one search at a time uses them."""
 
     def __init__(self, connect: Callable[[], Any]) -> None:
         self._connect = connect
         self._conns: list[Any] = [None, None]
         self._lock = threading.Lock()
-        self._worker: ThreadPoolExecutor | None = None
 
     @contextmanager
     def held(self) -> Iterator[tuple[PgTx, PgTx]]:
@@ -52,9 +52,7 @@ class SearchPair:
                 second: Callable[[PgTx], B]) -> tuple[A, B]:
         """`first` on the pair's first connection while `second` runs on its second; each
         statement sees the rows committed before it started (its own snapshot)."""
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(1, thread_name_prefix="rmm-pg-search")
-        future = self._worker.submit(second, pair[1])
+        future = in_background(second, pair[1])
         try:
             out = first(pair[0])
         finally:
@@ -68,9 +66,6 @@ class SearchPair:
         self._conns = [None, None]
 
     def close(self) -> None:
-        """Close both connections and stop the worker (after a search under way)."""
+        """Close both connections (after a search under way)."""
         with self._lock:
             self._drop()
-            if self._worker is not None:
-                self._worker.shutdown()
-                self._worker = None

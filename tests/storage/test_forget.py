@@ -223,7 +223,9 @@ def test_a_killed_forget_leaves_each_user_whole_or_gone(store_target):
         time.sleep(rng.uniform(0.0, 0.05))
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        acknowledged = {first, *(line.split()[1] for line in proc.stdout.read().splitlines())}
+        # an acknowledgement is a whole "forgot USER" line; anything else on stdout is not one
+        lines = [line.split() for line in proc.stdout.read().splitlines()]
+        acknowledged = {first, *(w[1] for w in lines if len(w) == 2 and w[0] == "forgot")}
         for user in users:
             now = snapshot(store_target, user)
             assert now in (before[user], (0,) * len(now)), (user, before[user], now)

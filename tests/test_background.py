@@ -1,4 +1,4 @@
-"""A search's threads: the background pool its IVF lookup runs on. No fake LLM."""
+"""The worker pool a search runs one blocking call on beside its own work. No fake LLM."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from rmm_core.read.threads import in_background
+from rmm_core.background import in_background
 
 
 def test_a_background_call_has_started_when_it_is_handed_back():
