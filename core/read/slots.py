@@ -123,6 +123,7 @@ class SlotVectors:
         return out
 
     def of(self, slot: int) -> np.ndarray:
+        """The vector rows of `slot`: its own first, then its turns'."""
         return self.rows[self.start[slot]:self.start[slot] + self.count[slot]]
 
     def turn_index(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -136,6 +137,7 @@ class SlotVectors:
         return np.repeat(starts, counts) + within, offsets, has
 
     def turns(self, slots: np.ndarray) -> TurnRows:
+        """The turn rows of `slots`, copied together (`turn_index`)."""
         rows, offsets, has = self.turn_index(slots)
         return TurnRows(np.ascontiguousarray(self.rows[rows]), offsets, has)
 
