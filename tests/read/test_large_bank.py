@@ -38,6 +38,18 @@ def fill(store, user: str, n: int, dim: int, seed: int = 0) -> np.ndarray:
     return vectors
 
 
+def shortlisted(tmp_path, monkeypatch, embedder):
+    """A 6,000-memory bank searched by shortlist (EXACT_LIMIT lowered to 1,000): its store,
+    index, a query with its vector, and that query's top 20."""
+    monkeypatch.setattr(index_module, "EXACT_LIMIT", 1000)
+    store = open_store(str(tmp_path / "m.sqlite"))
+    fill(store, "u", 6000, dim=embedder.dim)
+    index = UserIndex(store.index_data("u"))
+    query = "w3 w7 n4242"
+    vec = embedder.embed([query])[0]
+    return store, index, query, vec, index.search(query, vec, top=20)
+
+
 def test_the_index_keeps_the_vectors_the_store_read(tmp_path):
     store = open_store(str(tmp_path / "m.sqlite"))
     vectors = fill(store, "u", 700, dim=16)
@@ -106,13 +118,7 @@ def test_a_shortlisted_search_makes_no_bm25_array_over_every_memory(tmp_path, mo
                                                                     embedder):
     """BM25 of a shortlisted search comes from the query words' postings alone (`hits`),
     not from a score per memory (an array and a scan of the whole bank per query)."""
-    monkeypatch.setattr(index_module, "EXACT_LIMIT", 1000)
-    store = open_store(str(tmp_path / "m.sqlite"))
-    fill(store, "u", 6000, dim=embedder.dim)
-    index = UserIndex(store.index_data("u"))
-    query = "w3 w7 n4242"
-    vec = embedder.embed([query])[0]
-    want = index.search(query, vec, top=20)
+    store, index, query, vec, want = shortlisted(tmp_path, monkeypatch, embedder)
 
     def every_memory(self, query):
         raise AssertionError("a BM25 score per memory")
@@ -147,13 +153,7 @@ def test_a_shortlisted_search_looks_up_the_ivf_while_it_scores_bm25(tmp_path, mo
     """The IVF lookup runs on a worker thread at the same time as the caller's BM25: each
     waits for the other to have started, which a search doing one after the other (or both
     on one thread) cannot pass. Rankings are those of the lookup done inline."""
-    monkeypatch.setattr(index_module, "EXACT_LIMIT", 1000)
-    store = open_store(str(tmp_path / "m.sqlite"))
-    fill(store, "u", 6000, dim=embedder.dim)
-    index = UserIndex(store.index_data("u"))
-    query = "w3 w7 n4242"
-    vec = embedder.embed([query])[0]
-    want = index.search(query, vec, top=20)
+    store, index, query, vec, want = shortlisted(tmp_path, monkeypatch, embedder)
     ivf_started, bm25_started = threading.Event(), threading.Event()
     threads = {}
     search, hits = Ann.search, Lexicon.hits
