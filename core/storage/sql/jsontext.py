@@ -1,5 +1,5 @@
-"""JSON text of stored lists and dicts; empty ones (most of a bulk write's or a bank load's)
-skip the codec."""
+"""JSON text of the stores' lists and dicts (memories, versions, sessions); empty ones
+(most of a bulk write's or a bank load's) skip the codec."""
 
 from __future__ import annotations
 

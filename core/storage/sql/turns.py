@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -12,6 +11,7 @@ from ...errors import DuplicateTurnError, InvalidInputError
 from ...types import Turn, from_iso, iso
 from ..base import SessionState
 from .backend import SQLBackend, Tx, _chunks, _marks
+from .jsontext import dumps, loads
 
 _SESSION_COLS = "user_id, session_id, status, started_at, last_activity, n_turns, reflected"
 _SESSION_READ = (f"{_SESSION_COLS}, reflect_failures, reflect_error, reflect_retry_at, "
@@ -55,9 +55,9 @@ class TurnLogSQL(SQLBackend):
             row = db.one("SELECT n_turns, metadata FROM sessions WHERE user_id = ? AND "
                          "session_id = ?", (user_id, session_id))
             n = row[0] if row else 0
-            if row and metadata is not None and json.loads(row[1]) != metadata:
+            if row and metadata is not None and loads(row[1]) != metadata:
                 raise InvalidInputError(f"session {session_id!r} has other metadata "
-                                        f"({json.loads(row[1])!r:.200}); a session keeps one")
+                                        f"({loads(row[1])!r:.200}); a session keeps one")
             given = [t.id for t in turns if t.id]
             if len(set(given)) != len(given):
                 raise InvalidInputError("duplicate turn ids within one append")
@@ -80,7 +80,7 @@ class TurnLogSQL(SQLBackend):
                 db.run(f"INSERT INTO sessions ({_SESSION_COLS}, metadata) "
                        "VALUES (?, ?, 'open', ?, ?, ?, 0, ?)",
                        (user_id, session_id, iso(started_at), now, len(stored),
-                        json.dumps(metadata or {})))
+                        dumps(metadata or {})))
         return stored
 
     def turns(self, user_id: str, session_id: str | None = None, *,
@@ -100,7 +100,7 @@ class TurnLogSQL(SQLBackend):
     def _session_row(self, row: tuple) -> SessionState:
         return SessionState(row[0], row[1], row[2], from_iso(row[3]), row[4], row[5], row[6],
                             row[7], self._dec(row[8]) if row[8] is not None else None, row[9],
-                            json.loads(row[10]))
+                            loads(row[10]))
 
     def session(self, user_id: str, session_id: str) -> SessionState | None:
         rows = self._read(f"SELECT {_SESSION_READ} FROM sessions WHERE user_id = ? AND "
@@ -148,7 +148,7 @@ class TurnLogSQL(SQLBackend):
                           "t.session_id = s.session_id AND t.seq > s.reflected "
                           "WHERE s.user_id = ? AND s.reflected < s.n_turns "
                           "ORDER BY s.rowid, t.seq", (user_id,))
-        metadata = {text: json.loads(text) for text in {r[5] for r in rows}}
+        metadata = {text: loads(text) for text in {r[5] for r in rows}}
         return [(Turn(self._dec(r[0]), self._dec(r[1]), r[2], from_iso(r[3]), r[4]),
                  metadata[r[5]]) for r in rows]
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from ...errors import InvalidInputError
 from ...types import Turn, iso
 from ..base import NewMemory, SessionState, user_state_prefix
 from .bank import _MEMORY_INSERT, _VECTOR_INSERT, _VERSION_INSERT, MemoryBankSQL
+from .jsontext import dumps
 from .turns import _SESSION_COLS
 
 USER_TABLES = ("turns", "sessions", "memories", "memory_vectors", "memory_versions",
@@ -64,7 +64,7 @@ class UserDataSQL(MemoryBankSQL):
             db.many(f"INSERT INTO sessions ({_SESSION_COLS}, metadata) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [(user_id, x.session_id, x.status, iso(x.started_at), x.last_activity,
-                      x.n_turns, x.reflected, json.dumps(x.metadata)) for x in sessions])
+                      x.n_turns, x.reflected, dumps(x.metadata)) for x in sessions])
             seq: dict[str, int] = {}
             rows = []
             for t in turns:
@@ -78,7 +78,7 @@ class UserDataSQL(MemoryBankSQL):
                 m = new.memory
                 memory_rows.append(self._memory_row(m, user_id, position))
                 version_rows += [(m.id, user_id, v.version, self._enc(v.text),
-                                  json.dumps(list(v.refs)), v.reason, iso(v.at), v.source)
+                                  dumps(list(v.refs)), v.reason, iso(v.at), v.source)
                                  for v in m.versions]
                 vector_rows += self._vector_rows(m.id, user_id, new.vectors)
             db.many(_MEMORY_INSERT, memory_rows)
