@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The test command: lint, then the whole suite (slow tests included).
+# The test command: lint, commit subjects, the whole suite (slow tests included), then the
+# built wheel installed into a fresh venv (scripts/test_wheel.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/ruff check .
+.venv/bin/python scripts/check_commits.py
 .venv/bin/python -m pytest -q "$@"
+bash scripts/test_wheel.sh
