@@ -135,9 +135,14 @@ def test_cookbook_script_shows_what_it_claims(script, tmp_path):
     CHECKS[script](run(script, *args, cwd=tmp_path))
 
 
-def test_quickstart_falls_back_to_the_built_in_conversation(tmp_path):
-    out = run("quickstart.py", "--data", str(tmp_path / "none.json"), "--db",
-              str(tmp_path / "q.sqlite"), cwd=tmp_path)
-    assert "built-in conversation" in out
-    dog = out.split("Q: What kind of dog did Ana adopt?")[1].split("Q: ")[0]
-    assert "beagle" in dog and "S1:1" in dog
+def test_quickstart_runs_on_the_packaged_sample_by_default(tmp_path):
+    out = run("quickstart.py", "--db", str(tmp_path / "q.sqlite"), cwd=tmp_path)
+    assert "the sample conversation" in out and "30 turns -> " in out
+    pet = out.split("Q: What pet does Maya have?")[1].split("Q: ")[0]
+    assert "Pixel" in pet and "S2:5" in pet
+
+
+def test_quickstart_takes_a_locomo_file(tmp_path, locomo_path):
+    out = run("quickstart.py", "--data", str(locomo_path), "--db", str(tmp_path / "q.sqlite"),
+              "--questions", "1", cwd=tmp_path)
+    assert "Ingesting LoCoMo" in out and "gold turns: D" in out

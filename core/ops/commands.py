@@ -37,6 +37,10 @@ __all__ = ["BAD_DATA", "COMMANDS", "EXIT_CODES", "NO_DATABASE", "NOT_REFLECTED",
            "UNKNOWN_USER", "USAGE", "CommandError", "add_commands", "add_db_argument", "run"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
+    "add": ("add conversations from a JSON or JSON Lines file as a user's sessions, "
+            "reflected into memories now (one progress step a session)",
+            "rmm add --user alice chats.jsonl\n"
+            "  rmm add --user maya --sample     (the packaged five-session conversation)"),
     "users": ("every user with their sessions, turns and memories",
               "rmm users\n  rmm users --json"),
     "inspect": ("a user's memories with their source turns and version history",
@@ -80,7 +84,7 @@ def add_commands(commands: Any) -> None:
                                   epilog=f"example:\n  {example}\n\n{EXIT_CODES}",
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
         sub.set_defaults(_command=name)
-        if name in ("inspect", "search", "export", "forget"):
+        if name in ("add", "inspect", "search", "export", "forget"):
             sub.add_argument("--user", required=True, help="the user id")
         if name in ("inspect", "stats", "search", "users"):
             sub.add_argument("--json", action="store_true", help="JSON lines for machines")
@@ -101,12 +105,18 @@ def add_commands(commands: Any) -> None:
                              help="OpenAI-compatible API root for the LLM stages (key: "
                                   "$OPENAI_API_KEY); default: the LLM-free pipeline")
             sub.add_argument("--llm-model", default="default", help="model sent to --llm-url")
+        if name == "add":
+            source = sub.add_mutually_exclusive_group(required=True)
+            source.add_argument("file", nargs="?", help="sessions or messages (JSON, JSONL)")
+            source.add_argument("--sample", action="store_true",
+                                help="the sample conversation that ships with the package")
+        if name in ("add", "search"):
+            sub.add_argument("--embedding-model", default=None, metavar="NAME_OR_PATH",
+                             help="the model the memory is built with (default: the "
+                                  "packaged int8 MiniLM, as in MemoryConfig)")
         if name == "search":
             sub.add_argument("query", help="what to look for")
             sub.add_argument("--k", type=int, default=5, help="hits to show (default 5)")
-            sub.add_argument("--embedding-model", default=None, metavar="NAME_OR_PATH",
-                             help="the model the memory was built with (default: the "
-                                  "packaged int8 MiniLM, as in MemoryConfig)")
         if name == "export":
             sub.add_argument("--out", default="-", help="file to write (default: stdout)")
         if name == "import":
@@ -122,7 +132,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
         target = getattr(args, "db", None) or default_location()
-        store = _open(target, create=args._command == "import")
+        store = _open(target, create=args._command in ("add", "import"))
         try:
             return HANDLERS[args._command](store, args, out)
         except StorageError as exc:  # the database failed mid-command (lost, locked, corrupt)

@@ -94,6 +94,31 @@ def _reader(store: Store, config: Any = None, llm: Any = None) -> Any:
     return ReflectiveMemory(store, config=config, llm=llm, recover=False)
 
 
+def _add(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    from ..config import MemoryConfig
+    from .sessions_file import read_sessions, sample_path
+
+    path = sample_path() if args.sample else args.file
+    try:
+        sessions = read_sessions(path)
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc}", BAD_DATA) from exc
+    except InvalidInputError as exc:
+        raise CommandError(f"nothing added: {exc}", BAD_DATA) from exc
+    try:
+        mem = _reader(store, MemoryConfig(embedding_model=args.embedding_model))
+    except (RMMError, OSError) as exc:
+        raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
+    try:
+        added = mem.add_sessions(sessions, user_id=args.user)
+    except InvalidInputError as exc:  # e.g. a turn id reused with other words
+        raise CommandError(f"stopped: {exc}", BAD_DATA) from exc
+    turns = sum(len(s["turns"]) for s in sessions)
+    out.write(f"added {len(sessions)} sessions ({turns} turns) for {args.user}: "
+              f"{len(added)} memories added or merged\n")
+    return OK
+
+
 def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     user = _known(store, args.user)
     if args.k < 1:
@@ -239,6 +264,7 @@ def _stats(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
 
 HANDLERS: dict[str, Callable[[Store, argparse.Namespace, TextIO], int]] = {
+    "add": _add,
     "users": _users, "inspect": _inspect, "search": _search, "reflect": _reflect,
     "export": _export, "import": _import, "forget": _forget, "stats": _stats,
 }
