@@ -222,6 +222,9 @@ class MemoryHit:
     score: float
     text: str
     rank: int
+    retrieval: float | None = None
+    """A candidate's fused retrieval score (z-scored BM25, dense and turn signals; it ranks
+    the candidates of this one search and means nothing outside it); None on hits."""
 
     @property
     def refs(self) -> list[str]:
@@ -232,8 +235,9 @@ class MemoryHit:
 class SearchResult(Sequence[MemoryHit]):
     """The hits of one search, best first; keeps what `feedback` needs to learn from it.
 
-    `candidates` are the K memories retrieved before reranking, each with its fused retrieval
-    score (z-scored signals: comparable within this result only)."""
+    `candidates` are the K memories retrieved before reranking, in retrieval order, each
+    scored on the hits' scale (relevance in [0, 1]) with its fused retrieval score as
+    `retrieval`."""
 
     id: str
     query: str

@@ -17,7 +17,9 @@ class RMMReranker(BaseNodePostprocessor):
     """Reorders any retriever's nodes with the reranker learned from `feedback`, keeps `top_n`.
 
     Nodes made from this library's hits (`hits_to_nodes`) are scored with their stored
-    vectors; any other node's text is embedded. The score replaces the node's score.
+    vectors; any other node's text is embedded. The node's score becomes the reranker's
+    learned score q'.m' (unbounded, higher first, as a cross-encoder's logits are): it orders
+    the nodes and is not the [0, 1] relevance that `ReflectiveMemory.search` hits carry.
     """
 
     memory: Any = Field(exclude=True, description="The rmm_core.ReflectiveMemory to use.")

@@ -37,6 +37,7 @@ from ..learn.rerank_features import save_weights
 from ..memory import ReflectiveMemory
 from ..models.embed import default_embedder
 from ..ops.commands import BAD_DATA
+from ..types import MemoryHit
 from .datasets import LOADERS, load
 from .metrics import r_any, r_tok
 from .records import Conversation, Question, ingest
@@ -337,7 +338,8 @@ def time_rerank(mem: ReflectiveMemory, conv: Conversation, repeats: int = 200) -
     reranker's own cost)."""
     query = conv.questions[0].question
     result = mem.search(query, user_id=conv.sample_id, k=5)
-    candidates = result.candidates[:20]
+    candidates = [MemoryHit(h.memory, h.retrieval, h.text, h.rank)  # fused, as search ranks
+                  for h in result.candidates[:20]]
     vectors = mem.store.memory_vectors(conv.sample_id, [h.memory.id for h in candidates])
     rows = [vectors[h.memory.id] for h in candidates]
     reranker = mem._reranker

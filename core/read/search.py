@@ -67,8 +67,10 @@ class Searcher:
                                                       if c.memory.id not in top)],
                 query_vec, k=k, per_hit=self.config.note_follow, text_of=self._text)
             result.hits = [h for h in result.hits if matches(h.memory.metadata, wanted)]
-        result.hits = scored(result.hits, {c.memory.id: relevance(query_vec, r)
-                                           for c, r in zip(candidates, rows)}, min_score)
+        relevance_of = {c.memory.id: relevance(query_vec, r) for c, r in zip(candidates, rows)}
+        result.hits = scored(result.hits, relevance_of, min_score)
+        result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
+                                       retrieval=c.score) for c in candidates]
         result.state = {"query_vec": query_vec, "ranking": ranking}
         return result
 

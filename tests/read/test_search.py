@@ -66,3 +66,15 @@ def test_similarity_and_learned_scores_of_given_texts(searcher):
     scores = searcher.learned_scores("kitten", ["a grey kitten", "a cello"], [None, None],
                                      user_id="u")
     assert len(scores) == 2 and scores[0] > scores[1]
+
+
+def test_candidates_are_scored_on_the_hits_scale_with_their_retrieval_score_apart(searcher):
+    result = search(searcher, "Where does Tomas live?")
+    by_id = {c.memory.id: c for c in result.candidates}
+    for hit in result:
+        assert by_id[hit.memory.id].score == hit.score  # one scale: relevance in [0, 1]
+        assert hit.retrieval is None
+    assert all(0.0 <= c.score <= 1.0 for c in result.candidates)
+    fused = [c.retrieval for c in result.candidates]
+    assert None not in fused and fused == sorted(fused, reverse=True)  # retrieval order
+    assert [c.rank for c in result.candidates] == list(range(len(FACTS)))
