@@ -23,6 +23,7 @@ from ..ops.progress import progress
 from ..write.units import passages
 from .baselines import RETRIEVERS, UNITS, FixedUnits, build_units
 from .datasets import LOADERS, load
+from .dates import calendar_date, date_in_context
 from .metrics import BUDGETS, METRICS, RankedUnit, fitting, score_question
 from .records import Conversation, ingest
 
@@ -33,6 +34,8 @@ DEPTH = 100
 """Hits asked of `search` per question at first; deeper when they do not fill every budget."""
 HIT_DEPTH = 10
 """Words per hit are counted over each question's top hits, as many as R_any@10 looks at."""
+EVENT_DATE = "event date@1000"
+"""Questions whose answer is one calendar date: that date written in the first 1,000 words."""
 SIZE_COLUMNS = ("words/hit p50", "words/hit p95", "words/unit")
 
 
@@ -76,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
           f"({sum(c.skipped for c in convs)} left out: no evidence, or adversarial)")
     print(format_table(rows))
     product = rows["rmm (default)"]
+    if product["date questions"]:
+        print(f"rmm event date in context@1000: {product[EVENT_DATE]:.1f} % of the "
+              f"{product['date questions']} questions whose answer is one calendar date")
     print(f"rmm ingest: {product['ingest s']:.1f} s, {product['ingest turns/s']:.0f} turns/s, "
           f"{product['ingest words/s']:.0f} words/s (the embedder alone on passages of the same "
           f"turns, this run: {product['embedder words/s']:.0f} words/s, ratio "
@@ -109,10 +115,16 @@ def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dic
                 hit_words += [len(text.split()) for text, _ in ranked[:HIT_DEPTH]]
                 for name, value in score_question(ranked, q.evidence).items():
                     per_q[name].append(value)
+                day = calendar_date(q.answer)
+                if day is not None:
+                    per_q[EVENT_DATE].append(date_in_context(ranked, day))
         pace = embedder_pace(embedder, convs, unit_budget(mem.config))
         mem.close()
+    dated = per_q[EVENT_DATE]
     return {**{name: 100 * float(np.mean(per_q[name])) for name in METRICS},
             **sizes(hit_words, unit_words),
+            EVENT_DATE: 100 * float(np.mean(dated)) if dated else float("nan"),
+            "date questions": len(dated),
             "ingest s": ingest_s,
             "ingest turns/s": n_turns / ingest_s,
             "ingest words/s": n_words / ingest_s,

@@ -9,18 +9,19 @@ from ..models.embed import Embedder
 from ..storage.base import NewMemory, Store
 from ..types import Memory, Turn, new_memory_id, utcnow
 from .compress import Compressor
+from .timeref import ground
 from .units import passages
 
 
 def fact_memories(text: str, *, user_id: str, metadata: dict[str, Any], words: int,
                   compressor: Compressor, embedder: Embedder) -> list[NewMemory]:
     """A fact as new memories, one per passage of whole sentences of at most `words`: keyed,
-    embedded, with no refs and `source="direct"`."""
+    embedded, with no refs and `source="direct"`; relative times dated as of now."""
+    now = utcnow()
     fact = Turn.coerce({"speaker": "user", "text": text})
-    texts = [p.text for p in passages(fact, words)]
+    texts = [ground(p.text, now) for p in passages(fact, words)]
     keys = compressor.compress(texts)
     vectors = embedder.embed(texts)
-    now = utcnow()
     return [NewMemory(Memory(id=new_memory_id(), user_id=user_id, text=text, key=key or text,
                              refs=[], speakers=["user"], occurred_at=now, created_at=now,
                              updated_at=now, attrs={"source": "direct"}, metadata=metadata),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from .extract import Extractor
 from .reconcile import Reconciler
 from .segment import Segmenter
 from .session import Draft, SessionInput
+from .timeref import ground
 from .units import fit, passages
 
 log = logging.getLogger("rmm_core.write.reflect")
@@ -133,9 +134,12 @@ class Reflector:
 
     def _units(self, state: SessionState, turns: list[Turn]
                ) -> tuple[SessionInput, list[list[int]]]:
-        """The session as pieces that fit `unit_words` (long turns as passages), each
+        """The session as pieces that fit `unit_words` (long turns as passages, relative
+        times followed by their dates: `timeref.ground`), each
         embedded whole, and its segments (found over whole turns) as runs of pieces that
         fit it too."""
+        turns = [replace(t, text=ground(t.text, t.timestamp or state.started_at))
+                 for t in turns]  # what is reflected reads dates; the log keeps the words
         split = [passages(t, self.unit_words) for t in turns]
         pieces = [p for parts in split for p in parts]
         vectors = self.embedder.embed([p.render() for p in pieces])

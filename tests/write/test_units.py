@@ -5,10 +5,12 @@ SQLite file; no LLM."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 import pytest
 
 from rmm_core import Turn
+from rmm_core.write.timeref import ground
 from rmm_core.write.units import fit, passages, words
 
 SENTENCES = [f"Fact number {i} is that the {w} sits near marker {i * 7}." for i, w in
@@ -89,7 +91,7 @@ def test_hits_fit_max_hit_words_and_refs_name_only_turns_the_text_carries(mem):
              Turn("assistant", LONG.replace("marker 3500.", "marker 3500. " + KEY), id="a1"),
              Turn("Ana", "My sister Lena lives in Porto and teaches violin.", id="u2")]
     mem.add_session(turns, user_id="ana", started_at="2024-03-15T09:30:00")
-    texts = {t.id: t.text for t in turns}
+    texts = {t.id: ground(t.text, datetime(2024, 3, 15, 9, 30)) for t in turns}  # as reflected
     memories = mem.memories(user_id="ana")
     assert len(memories) > 90
     for query in ("Where does Ana's sister live?", "Where is the spare key?", "kettle"):
