@@ -141,6 +141,12 @@ def test_configuration_page_lists_every_option_with_its_default():
     assert shown == config_table().strip(), "run `python tests/test_docs.py` to regenerate"
 
 
+def test_every_config_option_is_documented():
+    page = CONFIG_PAGE.read_text()
+    missing = [name for name in MemoryConfig.model_fields if f"`{name}`" not in page]
+    assert not missing, f"add these options to docs/configuration.md: {missing}"
+
+
 def test_postgres_page_names_the_current_schema_version():
     page = (DOCS / "postgres.md").read_text()
     assert f"schema version is **{SCHEMA_VERSION}**" in page
