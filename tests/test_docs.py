@@ -26,7 +26,8 @@ DOCS = ROOT / "docs"
 # each package's reference page, and the page that must show every name of its __all__
 PAGES = {"rmm_core": "core", "langchain_rmm": "langchain", "llamaindex_rmm": "llamaindex"}
 GUIDES = sorted(p.name for p in DOCS.glob("*.md"))
-NEEDS = {"langchain.md": "langchain", "llamaindex.md": "llama_index.core",
+NEEDS = {"langchain.md": "langchain", "getting-started.md": "langchain",
+         "llamaindex.md": "llama_index.core",
          "cli.md": None, "postgres.md": "pgserver"}
 """Module a page's code needs (skipped without it); postgres.md also needs a server."""
 CONFIG_PAGE = DOCS / "configuration.md"
