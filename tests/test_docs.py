@@ -26,7 +26,8 @@ DOCS = ROOT / "docs"
 # each package's reference page, and the page that must show every name of its __all__
 PAGES = {"rmm_core": "core", "langchain_rmm": "langchain", "llamaindex_rmm": "llamaindex"}
 GUIDES = sorted(p.name for p in DOCS.glob("*.md"))
-NEEDS = {"langchain.md": "langchain", "llamaindex.md": "llama_index.core",
+NEEDS = {"langchain.md": "langchain", "getting-started.md": "langchain",
+         "llamaindex.md": "llama_index.core",
          "cli.md": None, "postgres.md": "pgserver"}
 """Module a page's code needs (skipped without it); postgres.md also needs a server."""
 CONFIG_PAGE = DOCS / "configuration.md"
@@ -139,6 +140,12 @@ def test_configuration_page_lists_every_option_with_its_default():
     page = CONFIG_PAGE.read_text()
     shown = page[page.index(BEGIN) + len(BEGIN):page.index(END)].strip()
     assert shown == config_table().strip(), "run `python tests/test_docs.py` to regenerate"
+
+
+def test_every_config_option_is_documented():
+    page = CONFIG_PAGE.read_text()
+    missing = [name for name in MemoryConfig.model_fields if f"`{name}`" not in page]
+    assert not missing, f"add these options to docs/configuration.md: {missing}"
 
 
 def test_postgres_page_names_the_current_schema_version():

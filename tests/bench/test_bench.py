@@ -223,9 +223,9 @@ def test_beam_loader_reads_one_conversation_directory(beam_path):
     assert one.questions == load_beam(beam_path, [2])[0].questions
 
 
-def test_the_readme_example_is_valid_jsonl(tmp_path):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    example = readme.split("```json\n", 1)[1].split("```", 1)[0]
+def test_the_benchmarks_page_example_is_valid_jsonl(tmp_path):
+    page = (Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md").read_text()
+    example = page.split("```json\n", 1)[1].split("```", 1)[0]
     (tmp_path / "example.jsonl").write_text(example)
     (conv,) = load_jsonl(tmp_path / "example.jsonl")
     assert conv.questions[0].evidence == {"1"}

@@ -1,6 +1,8 @@
-"""The README's `create_agent` block runs as written, adds at most four lines, and the agent
-recalls in a new thread what was said in the block; its chat model is the recording fake
-(langchain_core's scripted model), the memory a real SQLite file the block opens by path."""
+"""The README's `create_agent` block runs, adds at most four lines, and the agent recalls in
+a new thread what was said in the block; the block's stand-in chat model is swapped for the
+recording fake (langchain_core's scripted model, which also records its prompts), the memory
+a real SQLite file the block opens by path. `tests/test_readme_blocks.py` runs the block
+exactly as written."""
 
 from __future__ import annotations
 
@@ -27,11 +29,12 @@ def test_create_agent_block_adds_at_most_four_lines_and_runs(tmp_path, monkeypat
     assert 1 <= len(added) <= 4, added
     monkeypatch.chdir(tmp_path)
     model = chat_model("Noted.", "Biscuit.")
-    scope: dict = {"create_agent": create_agent, "model": model, "tools": []}
-    exec(block, scope)
-    scope["agent"].invoke({"messages": [("user", "What is my dog called?")]},
-                          config={"configurable": {"thread_id": "t2", "user_id": "u1"}})
-    assert "Biscuit" in model.system_prompt()
+    own_model = re.compile(r"^model = .*$", re.M)
+    assert own_model.search(block), "the block should define its own stand-in `model`"
+    scope: dict = {"create_agent": create_agent, "model": model}
+    exec(own_model.sub("", block), scope)
+    assert scope["model"] is model
+    assert "Biscuit" in model.system_prompt()  # the block's second run, in thread t2
     with ReflectiveMemory.open("memory.sqlite", embedder=embedder) as mem:
         assert [(t.speaker, t.text) for t in mem.turns(user_id="u1", session_id="t1")] == [
             ("user", "My dog is a beagle called Biscuit."), ("assistant", "Noted.")]
