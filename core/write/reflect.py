@@ -16,7 +16,7 @@ from ..read.index import UserIndex
 from ..storage.base import MergeInto, NewMemory, SessionState, Store
 from ..types import Memory, Turn, new_memory_id, utcnow
 from .compress import Compressor
-from .extract import Extractor
+from .extract import Extractor, SegmentExtractor
 from .reconcile import Reconciler
 from .segment import Segmenter
 from .session import Draft, SessionInput
@@ -134,12 +134,13 @@ class Reflector:
 
     def _units(self, state: SessionState, turns: list[Turn]
                ) -> tuple[SessionInput, list[list[int]]]:
-        """The session as pieces that fit `unit_words` (long turns as passages, relative
-        times followed by their dates: `timeref.ground`), each
+        """The session as pieces that fit `unit_words` (long turns as passages; for LLM-free
+        extraction, relative times followed by their dates: `timeref.ground`), each
         embedded whole, and its segments (found over whole turns) as runs of pieces that
         fit it too."""
-        turns = [replace(t, text=ground(t.text, t.timestamp or state.started_at))
-                 for t in turns]  # what is reflected reads dates; the log keeps the words
+        if isinstance(self.pipeline.extractor, SegmentExtractor):  # an LLM dates in its words
+            turns = [replace(t, text=ground(t.text, t.timestamp or state.started_at))
+                     for t in turns]  # the memories read dates; the log keeps the words
         split = [passages(t, self.unit_words) for t in turns]
         pieces = [p for parts in split for p in parts]
         vectors = self.embedder.embed([p.render() for p in pieces])
