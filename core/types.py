@@ -230,6 +230,9 @@ class MemoryHit:
     def refs(self) -> list[str]:
         return self.memory.refs
 
+    def __repr__(self) -> str:
+        return f"MemoryHit(rank={self.rank}, score={self.score:.3f}, text={_short(self.text)})"
+
 
 @dataclass(slots=True)
 class SearchResult(Sequence[MemoryHit]):
@@ -258,3 +261,14 @@ class SearchResult(Sequence[MemoryHit]):
     @property
     def memories(self) -> list[Memory]:
         return [hit.memory for hit in self.hits]
+
+    def __repr__(self) -> str:
+        hits = ", ".join(f"{h.score:.2f} {_short(h.text, 40)}" for h in self.hits)
+        return (f"SearchResult(query={_short(self.query)}, {len(self.hits)} hits: [{hits}], "
+                f"{len(self.candidates)} candidates)")
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """`text` on one line, cut to `limit` characters, quoted: for reprs."""
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit - 1] + "…")

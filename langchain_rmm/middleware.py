@@ -22,7 +22,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
-from rmm_core import ReflectiveMemory, SearchResult
+from rmm_core import Memory, ReflectiveMemory, SearchResult
 from rmm_core.errors import InvalidInputError
 from rmm_core.learn.attribute import cited_in
 from rmm_core.policy import guarded
@@ -86,6 +86,12 @@ class RMMMiddleware(AgentMiddleware):
         self.memory, self.k, self.user_key = memory, k, user_key
         self.speakers, self.citations, self.strict = dict(speakers), citations, strict
         self.on_missing_user = check_on_missing_user(on_missing_user)
+
+    def end_session(self, *, user_id: str, thread_id: str, wait: bool = True) -> list[Memory]:
+        """End a thread's session and reflect it now (`wait=False`: leave it to the memory's
+        background worker); returns the memories added or merged. The same as
+        `memory.end_session(user_id=..., session_id=thread_id)`."""
+        return self.memory.end_session(user_id=user_id, session_id=thread_id, wait=wait)
 
     # recall: every model call -----------------------------------------------------------
     def wrap_model_call(self, request: ModelRequest, handler: Handler) -> Any:

@@ -40,7 +40,7 @@ def _users(store: Store, args: argparse.Namespace, out: TextIO) -> int:
                       f"{row['memories']} memories, {row['sessions_waiting']} waiting, "
                       f"{row['sessions_failed']} failed\n")
     if not args.json:
-        out.write(f"{len(users)} users\n")
+        out.write(f"{len(users)} user{'' if len(users) == 1 else 's'}\n")
     return OK
 
 

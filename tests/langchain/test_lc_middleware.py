@@ -43,6 +43,17 @@ def test_fact_from_thread_a_reaches_thread_b_of_the_same_user_only(mem, chat_mod
     assert mem.turns(user_id="u2", session_id="C")[0].text == QUESTION
 
 
+def test_the_middleware_itself_ends_a_threads_session(mem, chat_model):
+    middleware = RMMMiddleware(mem)
+    agent = create_agent(chat_model("Noted."), middleware=[middleware],
+                         checkpointer=InMemorySaver())
+    run(agent, FACT, user="u1", thread="A")
+    assert mem.memories(user_id="u1") == []  # logged, not reflected yet
+    added = middleware.end_session(user_id="u1", thread_id="A")
+    assert added and any("Biscuit" in m.text for m in mem.memories(user_id="u1"))
+    assert middleware.end_session(user_id="u1", thread_id="A") == []  # already ended
+
+
 def test_each_run_logs_only_its_own_turns(mem, chat_model):
     agent = create_agent(chat_model("one", "two"), middleware=[RMMMiddleware(mem)],
                          checkpointer=InMemorySaver())

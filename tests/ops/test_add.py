@@ -90,3 +90,11 @@ def test_the_sample_has_questions_whose_evidence_is_in_it():
     data = json.loads(sample_path().read_text())
     ids = {t.id for s in read_sessions(sample_path()) for t in s["turns"]}
     assert data["questions"] and all(set(q["evidence"]) <= ids for q in data["questions"])
+
+
+def test_users_counts_one_user_in_the_singular(tmp_path, capsys):
+    db = tmp_path / "m.sqlite"
+    assert main(["--db", str(db), "add", "--user", "maya", "--sample"]) == OK
+    capsys.readouterr()
+    assert main(["--db", str(db), "users"]) == OK
+    assert capsys.readouterr().out.endswith("\n1 user\n")

@@ -78,3 +78,13 @@ def test_candidates_are_scored_on_the_hits_scale_with_their_retrieval_score_apar
     fused = [c.retrieval for c in result.candidates]
     assert None not in fused and fused == sorted(fused, reverse=True)  # retrieval order
     assert [c.rank for c in result.candidates] == list(range(len(FACTS)))
+
+
+def test_a_result_prints_short(searcher):
+    searcher.store.add_memories("u", fact_memories(
+        "My brother Tomas " + "really " * 400 + "likes Oslo.", user_id="u", metadata={},
+        words=500, compressor=FillerCompressor(), embedder=searcher.embedder), source="direct")
+    result = search(searcher, "Where does Tomas live?", k=3)
+    shown = repr(result)
+    assert len(shown) < 400 and "3 hits" in shown and "Tomas" in shown
+    assert repr(result[0]).startswith("MemoryHit(rank=0, score=") and len(repr(result[0])) < 120
