@@ -45,8 +45,10 @@ class Conversation:
 def ingest(mem, conv: Conversation) -> float:
     """Feed a conversation through the public API as one user (`user_id = sample_id`),
     session by session; returns the seconds it took."""
+    from ..ops.progress import progress
+
     start = time.perf_counter()
-    for session in conv.sessions:
+    for session in progress(conv.sessions, desc=f"{conv.sample_id} sessions", unit="session"):
         mem.add_session(session.turns, user_id=conv.sample_id, session_id=session.session_id,
                         started_at=session.started_at)
     return time.perf_counter() - start

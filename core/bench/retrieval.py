@@ -101,13 +101,14 @@ def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dic
     with tempfile.TemporaryDirectory() as tmp:
         mem = ReflectiveMemory.open(str(Path(tmp) / "bench.sqlite"), embedder=embedder,
                                     progress=False, **settings)
-        for conv in progress(convs, desc="rmm pipeline", unit="conversation"):
+        for conv in convs:
             ingest_s += ingest(mem, conv)
             turns = [t for s in conv.sessions for t in s.turns]
             n_turns += len(turns)
             n_words += sum(len(t.text.split()) for t in turns)
             unit_words += [len(m.text.split()) for m in mem.memories(user_id=conv.sample_id)]
-            for q in conv.questions:
+            for q in progress(conv.questions, desc=f"{conv.sample_id} questions",
+                              unit="question"):
                 t0 = time.perf_counter()
                 mem.search(q.question, user_id=conv.sample_id, k=5)
                 latencies.append(time.perf_counter() - t0)
