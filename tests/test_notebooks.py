@@ -22,7 +22,7 @@ EXPECTED = {
     "llamaindex_chat.ipynb": ["Long-term memory about this user", "Lisbon half marathon"],
     "locomo_benchmark.ipynb": ["rmm", "session/bm25", "feedback steps"],
     "inspect_memories.ipynb": ["v1 created", "v2 merged", "(june)"],
-    "postgres.ipynb": ["postgresql://", "Biscuit", "memories,"],
+    "postgres.ipynb": ["postgresql://", "adopted a cat", "memories,"],
 }
 """Text each notebook's outputs must contain: the point it makes, not just any output."""
 PLOTS = {"locomo_benchmark.ipynb": 2}

@@ -67,8 +67,9 @@ def test_chinese_word_is_found_in_unspaced_text(mem):
     mem.add_session([Turn("用户", "我昨天在上海领养了一只小狗。")], user_id="zh")
     mem.add_session([Turn("用户", "我每天早上喝咖啡。")], user_id="zh")
     for query in ("小狗", "狗"):
-        found = mem.search(query, user_id="zh", k=2)  # candidates keep the ranking's scores
-        assert "小狗" in found[0].text and found.candidates[0].score > found.candidates[1].score
+        found = mem.search(query, user_id="zh", k=2)  # the ranking's scores: `retrieval`
+        assert "小狗" in found[0].text
+        assert found.candidates[0].retrieval > found.candidates[1].retrieval
 
 
 @pytest.mark.parametrize("texts", [["😀🎉", "🐶"], ["ok"], ["?!", "..."], ["ok", "😀"]])
@@ -94,9 +95,9 @@ def test_bm25_alone_finds_the_word_in_every_script(tmp_path, embedder, script):
                                 reconciler=NEVER_MERGE)
     for text in sentences:
         mem.add_session([Turn("a", text)], user_id="u")
-    found = mem.search(query, user_id="u", k=3)  # candidates keep the ranking's scores
+    found = mem.search(query, user_id="u", k=3)  # the ranking's scores: `retrieval`
     assert found[0].memory.text.endswith(sentences[-1])
-    assert found.candidates[0].score > found.candidates[1].score
+    assert found.candidates[0].retrieval > found.candidates[1].retrieval
     mem.close()
 
 
