@@ -3,6 +3,7 @@ text for an existing memory."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..models.embed import Embedder
@@ -19,7 +20,8 @@ def fact_memories(text: str, *, user_id: str, metadata: dict[str, Any], words: i
     embedded, with no refs and `source="direct"`; relative times dated as of now."""
     now = utcnow()
     fact = Turn.coerce({"speaker": "user", "text": text})
-    texts = [ground(p.text, now) for p in passages(fact, words)]
+    fact = replace(fact, text=ground(fact.text, now))  # dated first: passages count its words
+    texts = [p.text for p in passages(fact, words)]
     keys = compressor.compress(texts)
     vectors = embedder.embed(texts)
     return [NewMemory(Memory(id=new_memory_id(), user_id=user_id, text=text, key=key or text,

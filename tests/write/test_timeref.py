@@ -84,3 +84,12 @@ def test_a_fact_added_directly_is_dated_as_of_now(open_memory):
     memory = mem.add("I moved to Berlin yesterday.", user_id="u1")[0]
     dates = {format_date(moment - timedelta(days=1)) for moment in (before, utcnow())}
     assert any(f"yesterday ({d})" in memory.text for d in dates), memory.text
+
+
+def test_a_dated_fact_still_fits_its_passages(open_memory):
+    mem = open_memory(max_hit_words=20)
+    fact = ("I moved to Berlin yesterday and started a new job last week. "
+            "Two weeks ago I sold my car and last month I finished my course.")
+    memories = mem.add(fact, user_id="u1")
+    assert "yesterday (" in memories[0].text and len(memories) > 1
+    assert all(len(f"user: {m.text}".split()) <= 20 for m in memories)
