@@ -211,6 +211,28 @@ class Memory:
     metadata: dict[str, Any] = field(default_factory=dict)
     """The caller's own labels (`add(..., metadata=)`, `agent_id`, `run_id`): what
     `search(filters=...)` matches on."""
+    valid_to: datetime | None = None
+    """When it stopped being true: the time of the memory that superseded it (None: current)."""
+    superseded_by: str | None = None
+    """The id of the later memory that changed what this one says."""
+    supersedes: list[str] = field(default_factory=list)
+    """The ids of the earlier memories this one changed."""
+    changed_part: str | None = None
+    """When superseded in part, the words of this memory that the successor changed (the
+    rest of it still holds); None when superseded whole or not at all."""
+    conflicts: list[str] = field(default_factory=list)
+    """Memories that contradict this one without either replacing the other: shown together
+    and flagged so the agent can ask which is right."""
+
+    @property
+    def valid_from(self) -> datetime:
+        """When what it says became true: when it was said, else when it was stored."""
+        return self.occurred_at or self.created_at
+
+    @property
+    def current(self) -> bool:
+        """True until a later memory supersedes it."""
+        return self.valid_to is None
 
 
 @dataclass(frozen=True, slots=True)
