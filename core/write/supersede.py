@@ -1,4 +1,20 @@
-"""Which earlier memories a new one changes: supersession found without an LLM."""
+"""Which earlier memories a new one changes: supersession found without an LLM.
+
+Similarity alone cannot tell an update from a restatement (both are close), so the rules
+read claims (`claims.py`) and ask four questions of a new claim against an earlier one:
+- **subject**: is it the same person's fact (same speaker, or the same relation of theirs)?
+- **attribute**: is it about the same thing (a shared single-valued attribute such as where
+  one lives, or two shared topic words)?
+- **value**: does it state a different value of it (a value of the same kind near the
+  shared topic, present in one and not the other), or say the old state ended?
+- **cue**: does it say something changed ("now", "moved", "rescheduled", "no longer"), and
+  is it a fact rather than a plan or a question? A single-valued attribute needs no cue.
+A denial against a positive claim on the same subject and topic, with no cue, is a
+contradiction: both are kept current and flagged (`kind` "conflicts").
+
+A memory holding several claims may be superseded in part: `Change.part` is then the old
+claims that changed, and the rest of the memory still holds.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +23,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..types import Memory
+from .claims import SINGLE_VALUED, Claim, Value, claims
 
 SIGNALS = ("subject", "attribute", "cue", "value")
-"""The evidence the rules weigh; `find_changes(..., off=...)` turns any of them off, so a
-bench can measure what each contributes."""
+"""The evidence the rules weigh; `find_changes(..., off=...)` turns any of them off (it
+then always passes), so a bench can measure what each contributes."""
+
+WHOLE = 0.5
+"""A memory is superseded whole when the changed claims hold at least this share of its
+words; below it, in part."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,5 +50,100 @@ class Change:
 
 def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
                  off: Collection[str] = ()) -> list[Change]:
-    """The changes `new` memories make to `earlier` ones (and to each other, in time order)."""
-    raise NotImplementedError
+    """The changes `new` memories make to `earlier` ones and to each other (a memory can
+    only change one said before it); a memory already superseded is not changed again."""
+    checks = frozenset(SIGNALS) - frozenset(off)
+    parsed = {m.id: claims(m.text, m.speakers or ["user"]) for m in [*earlier, *new]}
+    taken = {m.id for m in earlier if m.superseded_by}
+    out: list[Change] = []
+    ordered = sorted(new, key=lambda m: m.valid_from)
+    for i, memory in enumerate(ordered):
+        before = [m for m in [*earlier, *ordered[:i]]
+                  if m.id != memory.id and m.id not in taken and m.valid_from <= memory.valid_from]
+        for old in before:
+            change = _compare(memory, parsed[memory.id], old, parsed[old.id], checks)
+            if change is not None:
+                out.append(change)
+                if change.kind == "supersedes":
+                    taken.add(old.id)
+    return out
+
+
+def _compare(new: Memory, new_claims: list[Claim], old: Memory, old_claims: list[Claim],
+             checks: frozenset[str]) -> Change | None:
+    changed: list[Claim] = []
+    conflict: list[str] = []
+    for n in new_claims:
+        if "cue" in checks and n.hypothetical:
+            continue
+        for o in old_claims:
+            verdict = _verdict(n, o, checks)
+            if verdict == "supersedes" and o not in changed:
+                changed.append(o)
+            elif verdict == "conflicts":
+                conflict.append(o.text)
+    if changed:
+        words = sum(c.words for c in changed)
+        total = sum(c.words for c in old_claims) or 1
+        part = None if words >= WHOLE * total else " ".join(c.text for c in changed)
+        return Change(old.id, new.id, new.valid_from, "supersedes", part, tuple(sorted(checks)))
+    if conflict:
+        return Change(old.id, new.id, new.valid_from, "conflicts", None, tuple(sorted(checks)))
+    return None
+
+
+def _verdict(n: Claim, o: Claim, checks: frozenset[str]) -> str | None:
+    """"supersedes", "conflicts" or None for a new claim against an old one."""
+    if "subject" in checks and n.subject != o.subject:
+        return None
+    if o.hypothetical:
+        return None
+    shared = n.topics & o.topics
+    if n.denial != o.denial and not n.cue and not o.cue and not n.ended and \
+            _shares_thing(n, o, shared):
+        return "conflicts"
+    families = {t[1:] for t in shared if t.startswith("@")}
+    if "attribute" in checks and not families and len(shared) + len(_names(n) & _names(o)) < 2:
+        return None
+    if "value" in checks and not (_new_value(n, o) or (n.ended and not o.ended)):
+        return None
+    if "cue" in checks and not (n.cue or n.ended or families & SINGLE_VALUED):
+        return None
+    return "supersedes"
+
+
+def _shares_thing(n: Claim, o: Claim, shared: frozenset[str]) -> bool:
+    """Whether a denial and a positive claim deny and state the same thing: a shared name,
+    or two shared topic words."""
+    return bool(_names(n) & _names(o)) or len({t for t in shared if not t.startswith("@")}) >= 2
+
+
+def _names(claim: Claim) -> set[str]:
+    return {v.text for v in claim.values if v.kind == "name"}
+
+
+def _new_value(n: Claim, o: Claim) -> bool:
+    """Whether the new claim states a value of the same kind and about the same topic as
+    one of the old claim's, that the old claim does not state (and the reverse)."""
+    old_texts = {v.text for v in o.values}
+    new_texts = {v.text for v in n.values}
+    for nv in n.values:
+        if nv.text in old_texts:
+            continue
+        for ov in o.values:
+            if ov.kind == nv.kind and ov.text not in new_texts and (
+                    _attribute_value(nv, ov) or _same_topic(nv, ov)):
+                return True
+    return False
+
+
+def _attribute_value(nv: Value, ov: Value) -> bool:
+    """Two names near the same single-valued attribute (a city after "live in", a role
+    after "work as")."""
+    families = {t[1:] for t in nv.near & ov.near if t.startswith("@")}
+    return nv.kind == "name" and bool(families & SINGLE_VALUED)
+
+
+def _same_topic(nv: Value, ov: Value) -> bool:
+    """Values near at least one shared topic word (not just an attribute family)."""
+    return any(not t.startswith("@") for t in nv.near & ov.near)
