@@ -220,6 +220,8 @@ class Memory:
     changed_part: str | None = None
     """When superseded in part, the words of this memory that the successor changed (the
     rest of it still holds); None when superseded whole or not at all."""
+    changed_to: str | None = None
+    """The successor's words that changed it (what `hit.text` quotes after "changed")."""
     conflicts: list[str] = field(default_factory=list)
     """Memories that contradict this one without either replacing the other: shown together
     and flagged so the agent can ask which is right."""
@@ -233,6 +235,42 @@ class Memory:
     def current(self) -> bool:
         """True until a later memory supersedes it."""
         return self.valid_to is None
+
+    def validity(self) -> dict[str, Any]:
+        """The supersession fields as JSON-ready values (what storage and exports keep)."""
+        return {k: v for k, v in (("valid_to", iso(self.valid_to)),
+                                  ("superseded_by", self.superseded_by),
+                                  ("supersedes", self.supersedes),
+                                  ("changed_part", self.changed_part),
+                                  ("changed_to", self.changed_to),
+                                  ("conflicts", self.conflicts)) if v}
+
+    def set_validity(self, fields: dict[str, Any]) -> None:
+        """Set the supersession fields from `validity()`'s form (absent keys: unset)."""
+        self.valid_to = from_iso(fields.get("valid_to"))
+        self.superseded_by = fields.get("superseded_by")
+        self.supersedes = list(fields.get("supersedes", []))
+        self.changed_part = fields.get("changed_part")
+        self.changed_to = fields.get("changed_to")
+        self.conflicts = list(fields.get("conflicts", []))
+
+
+@dataclass(frozen=True, slots=True)
+class FactChange:
+    """Memory `new_id` changes memory `old_id` as of `at` (`kind` "supersedes": the old one
+    stops being true then), or the two contradict each other without either replacing the
+    other (`kind` "conflicts")."""
+
+    old_id: str
+    new_id: str
+    at: datetime
+    kind: str
+    part: str | None = None
+    """The old memory's words that changed, when it is superseded only in part."""
+    by: str | None = None
+    """The new memory's words that changed it."""
+    signals: tuple[str, ...] = ()
+    """The evidence the rules checked (all of `write.supersede.SIGNALS` unless ablated)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +289,20 @@ class MemoryHit:
     @property
     def refs(self) -> list[str]:
         return self.memory.refs
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-safe provenance and validity of the hit: what both adapters put in a
+        document's or node's metadata."""
+        memory = self.memory
+        return {
+            "memory_id": memory.id, "score": self.score, "rank": self.rank,
+            "refs": list(memory.refs), "session_ids": list(memory.session_ids),
+            "occurred_at": iso(memory.occurred_at), "created_at": iso(memory.created_at),
+            "updated_at": iso(memory.updated_at), "current": memory.current,
+            "valid_from": iso(memory.valid_from), "valid_to": iso(memory.valid_to),
+            "superseded_by": memory.superseded_by, "supersedes": list(memory.supersedes),
+            "conflicts": list(memory.conflicts),
+        }
 
     def __repr__(self) -> str:
         return f"MemoryHit(rank={self.rank}, score={self.score:.3f}, text={_short(self.text)})"

@@ -48,6 +48,7 @@ def export_records(store: Store, user_id: str) -> Iterator[dict[str, Any]]:
                "speakers": m.speakers, "session_ids": m.session_ids,
                "occurred_at": iso(m.occurred_at), "created_at": iso(m.created_at),
                "updated_at": iso(m.updated_at), "attrs": m.attrs, "metadata": m.metadata,
+               "validity": m.validity(),
                "versions": [{"version": v.version, "text": v.text, "refs": list(v.refs),
                              "reason": v.reason, "at": iso(v.at), "source": v.source}
                             for v in m.versions],
@@ -196,7 +197,21 @@ def _memory(record: dict[str, Any], user_id: str, renamed: dict[str, str]) -> Ne
                                 tuple(_strings(v["refs"], "version refs")),
                                 _text(v["reason"], "version reason"), from_iso(v["at"]),
                                 v["source"]) for v in record["versions"]])
+    memory.set_validity(_validity(record.get("validity", {}), renamed))
     return NewMemory(memory, _vectors(record))
+
+
+def _validity(fields: Any, renamed: dict[str, str]) -> dict[str, Any]:
+    """A memory's supersession fields, checked, with ids renamed as the memories are."""
+    if not isinstance(fields, dict):
+        raise InvalidInputError("memory validity must be an object")
+    out = dict(fields)
+    if out.get("superseded_by") is not None:
+        out["superseded_by"] = renamed.get(out["superseded_by"], out["superseded_by"])
+    for key in ("supersedes", "conflicts"):
+        out[key] = [renamed.get(x, x) for x in _strings(out.get(key, []), key)]
+    from_iso(out.get("valid_to"))  # a malformed date fails here, before anything is written
+    return out
 
 
 def _vectors(record: dict[str, Any]) -> np.ndarray:

@@ -11,9 +11,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..types import Memory, Turn
+from ..types import FactChange, Memory, Turn
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _LEGACY_USER_STATE = {"reranker/user/": "reranker", "workflows/user/": "workflows"}
 """Schema 2 names of per-user state (prefix + user id) → their name under the hashed id."""
@@ -295,6 +295,13 @@ class Store(ABC):
         """Delete a memory with its versions and vectors. `NotFoundError` when the user has
         no such memory."""
         raise NotImplementedError(f"{type(self).__name__} cannot delete memories")
+
+    def record_changes(self, user_id: str, changes: Sequence[FactChange]) -> list[Memory]:
+        """Record supersessions and conflicts between the user's memories in one transaction
+        (a superseded memory gets `valid_to`, `superseded_by` and a "superseded" version;
+        nothing is deleted); return the memories changed. `NotFoundError` (and nothing
+        written) when an id is not this user's memory."""
+        raise NotImplementedError(f"{type(self).__name__} does not record supersession")
 
     def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
         """Apply attrs updates to the user's memories in one transaction; return them.

@@ -73,6 +73,9 @@ CREATE TABLE IF NOT EXISTS memory_changes (
 CREATE INDEX IF NOT EXISTS memory_changes_by_user ON memory_changes (user_id, seq);
 CREATE INDEX IF NOT EXISTS memory_changes_by_generation ON memory_changes (user_id, generation);
 """,
+    7: """
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS validity TEXT NOT NULL DEFAULT '{}';
+""",
 }
 """Schema version → DDL that brings the previous version to it; applied in order on open."""
 

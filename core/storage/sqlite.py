@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS memories (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, text TEXT NOT NULL, key TEXT NOT NULL,
     refs TEXT NOT NULL, speakers TEXT NOT NULL, session_ids TEXT NOT NULL,
     occurred_at TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
-    attrs TEXT NOT NULL, seq INTEGER NOT NULL, metadata TEXT NOT NULL DEFAULT '{}');
+    attrs TEXT NOT NULL, seq INTEGER NOT NULL, metadata TEXT NOT NULL DEFAULT '{}',
+    validity TEXT NOT NULL DEFAULT '{}');
 CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, seq);
 CREATE INDEX IF NOT EXISTS memories_by_user_id ON memories (user_id, id);
 CREATE TABLE IF NOT EXISTS memory_vectors (
@@ -74,11 +75,11 @@ CREATE INDEX IF NOT EXISTS memory_changes_by_generation ON memory_changes (user_
 _ADDED_COLUMNS = {
     "sessions": ("reflect_failures INTEGER NOT NULL DEFAULT 0", "reflect_error TEXT",
                  "reflect_retry_at REAL", "metadata TEXT NOT NULL DEFAULT '{}'"),
-    "memories": ("metadata TEXT NOT NULL DEFAULT '{}'",),
+    "memories": ("metadata TEXT NOT NULL DEFAULT '{}'", "validity TEXT NOT NULL DEFAULT '{}'"),
 }
 """Columns added since schema 1: a session's failed reflections (schema 4), the caller's
-metadata on sessions and memories (schema 5). The memory change log (schema 6) is a new
-table, which the schema script creates."""
+metadata on sessions and memories (schema 5), a memory's supersession fields (schema 7).
+The memory change log (schema 6) is a new table, which the schema script creates."""
 
 
 class _Tx:

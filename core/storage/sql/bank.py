@@ -8,16 +8,16 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidInputError, NotFoundError, StorageError
-from ...types import Memory, MemoryVersion, from_iso, iso, utcnow
+from ...types import FactChange, Memory, MemoryVersion, from_iso, iso, utcnow
 from ..base import AttrsUpdate, MergeInto, NewMemory
 from .backend import Tx, _chunks, _marks
 from .index_data import IndexDataSQL
 from .jsontext import dumps, loads
 
 _MEMORY_COLS = ("id, user_id, text, key, refs, speakers, session_ids, occurred_at, "
-                "created_at, updated_at, attrs, metadata")
+                "created_at, updated_at, attrs, metadata, validity")
 _MEMORY_INSERT = (f"INSERT INTO memories ({_MEMORY_COLS}, seq) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _VERSION_INSERT = ("INSERT INTO memory_versions (memory_id, user_id, version, text, refs, "
                    "reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 _VECTOR_INSERT = "INSERT INTO memory_vectors (memory_id, user_id, idx, vec) VALUES (?, ?, ?, ?)"
@@ -90,7 +90,8 @@ class MemoryBankSQL(IndexDataSQL):
     def _memory_row(self, m: Memory, user_id: str, seq: int) -> tuple:
         return (m.id, user_id, self._enc(m.text), self._enc(m.key), dumps(m.refs),
                 dumps(m.speakers), dumps(m.session_ids), iso(m.occurred_at),
-                iso(m.created_at), iso(m.updated_at), dumps(m.attrs), dumps(m.metadata), seq)
+                iso(m.created_at), iso(m.updated_at), dumps(m.attrs), dumps(m.metadata),
+                dumps(m.validity()), seq)
 
     def add_memories(self, user_id: str, adds: Sequence[NewMemory], source: str) -> list[Memory]:
         with self._tx(f"user:{user_id}") as db:
@@ -155,6 +156,46 @@ class MemoryBankSQL(IndexDataSQL):
         return [(memory_id, user_id, i, self._vec_param(v))
                 for i, v in enumerate(np.atleast_2d(np.asarray(vectors, dtype=np.float32)))]
 
+    def record_changes(self, user_id: str, changes: Sequence[FactChange]) -> list[Memory]:
+        if not changes:
+            return []
+        ids = list(dict.fromkeys(i for c in changes for i in (c.old_id, c.new_id)))
+        now = iso(utcnow())
+        with self._tx(f"user:{user_id}") as db:
+            rows = {}
+            for chunk in _chunks(ids):
+                rows.update((r[0], r[1:]) for r in db.all(
+                    f"SELECT id, validity, text, refs FROM memories WHERE user_id = ? AND id "
+                    f"IN ({_marks(len(chunk))})", (user_id, *chunk)))
+            missing = [i for i in ids if i not in rows]
+            if missing:
+                raise NotFoundError(f"no memory {missing[0]!r} for this user")
+            validity = {i: loads(r[0]) for i, r in rows.items()}
+            versions = []
+            for c in changes:
+                old, new = validity[c.old_id], validity[c.new_id]
+                if c.kind == "conflicts":
+                    old["conflicts"] = _union(old.get("conflicts", []), [c.new_id])
+                    new["conflicts"] = _union(new.get("conflicts", []), [c.old_id])
+                    continue
+                old.update(valid_to=iso(c.at), superseded_by=c.new_id)
+                for key, value in (("changed_part", c.part), ("changed_to", c.by)):
+                    old.pop(key, None)
+                    if value:
+                        old[key] = value
+                new["supersedes"] = _union(new.get("supersedes", []), [c.old_id])
+                versions.append((c.old_id, rows[c.old_id][1], rows[c.old_id][2], c.new_id))
+            for mid, fields in validity.items():
+                db.run("UPDATE memories SET validity = ? WHERE id = ? AND user_id = ?",
+                       (dumps(fields), mid, user_id))
+            for mid, text, refs, source in versions:
+                version = db.one("SELECT COALESCE(MAX(version), 0) FROM memory_versions "
+                                 "WHERE memory_id = ? AND user_id = ?", (mid, user_id))[0] + 1
+                db.run(_VERSION_INSERT, (mid, user_id, version, text, refs, "superseded", now,
+                                         source))
+            self._bump(db, user_id, ids)
+        return self.memories(user_id, ids)
+
     def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
         now = iso(utcnow())
         with self._tx(f"user:{user_id}") as db:
@@ -210,10 +251,12 @@ class MemoryBankSQL(IndexDataSQL):
 
     def _memory_from_row(self, r: Sequence[Any]) -> Memory:
         """A memory from its stored columns (in `_MEMORY_COLS` order), versions not included."""
-        return Memory(id=r[0], user_id=r[1], text=self._dec(r[2]), key=self._dec(r[3]),
-                      refs=loads(r[4]), speakers=loads(r[5]), session_ids=loads(r[6]),
-                      occurred_at=from_iso(r[7]), created_at=from_iso(r[8]),
-                      updated_at=from_iso(r[9]), attrs=loads(r[10]), metadata=loads(r[11]))
+        memory = Memory(id=r[0], user_id=r[1], text=self._dec(r[2]), key=self._dec(r[3]),
+                        refs=loads(r[4]), speakers=loads(r[5]), session_ids=loads(r[6]),
+                        occurred_at=from_iso(r[7]), created_at=from_iso(r[8]),
+                        updated_at=from_iso(r[9]), attrs=loads(r[10]), metadata=loads(r[11]))
+        memory.set_validity(loads(r[12]))
+        return memory
 
     def _version_from_row(self, v: Sequence[Any]) -> MemoryVersion:
         """A version from its stored (version, text, refs, reason, at, source)."""
