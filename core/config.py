@@ -63,6 +63,10 @@ class MemoryConfig(BaseModel):
     session_max_turns: int | None = Field(
         200, ge=1, description="Unreflected turns that trigger reflection of an open session.")
     context_dates: bool = Field(True, description="Prefix each hit's text with its date.")
+    supersession: bool = Field(
+        True, description="Find, when memories are written, the earlier ones they change (a "
+                          "move, a rescheduled meeting, a quit job) or contradict; superseded "
+                          "ones rank below their successor and say so in their text.")
     background_reflection: bool = Field(
         False, description="A daemon thread (started by open, stopped by close) reflects "
                            "ended and idle sessions; requests then never reflect idle ones.")

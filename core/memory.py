@@ -31,6 +31,7 @@ from .types import (
     MemoryVersion,
     SearchResult,
     Turn,
+    as_datetime,
     check_id,
     check_query,
     check_unicode,
@@ -43,6 +44,7 @@ from .write.pipeline import build_pipeline
 from .write.reconcile import Reconciler
 from .write.reflect import Pipeline, Reflector
 from .write.segment import Segmenter
+from .write.supersede import Supersession
 
 
 def _in_thread(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
@@ -97,6 +99,9 @@ class ReflectiveMemory:
         self._reranker = LearnedReranker(store, self.config, cache=self._cache)
         self._search = Searcher(store, self.embedder, self.config, self._indexes,
                                 self._reranker, self._weights)
+        self._supersede = Supersession(store, self._search.similar) \
+            if self.config.supersession else None
+        self._reflector.supersede = self._supersede
         self._ingest = Ingestor(store, self.config, self._reflector)
         check_dimension(store.vector_dim(), self.embedder)
         if store.read_only:  # a read-only store is searched as it is
@@ -198,22 +203,35 @@ class ReflectiveMemory:
 
     def add(self, content: str | Sequence[TurnLike], *, user_id: str,
             metadata: Mapping[str, Any] | None = None, agent_id: str | None = None,
-            run_id: str | None = None) -> list[Memory]:
+            run_id: str | None = None, occurred_at: datetime | str | None = None
+            ) -> list[Memory]:
         """Remember a fact (a string) at once, or a conversation (a list of messages in any
         `Turn.coerce` form), logged as a new session and reflected now.
 
         A fact is embedded and indexed as it is, without an LLM and without a logged turn:
         its first version has `source="direct"` and its refs are empty. A fact longer than a
         hit may hold (`max_hit_words`) becomes one memory per passage of whole sentences.
+        `occurred_at` is when it was said (default now; for a conversation, when it began);
+        an earlier memory it changes is marked superseded as of then (`supersession`).
         """
         user_id = check_id(user_id, "user_id")
         meta = check_metadata(metadata, agent_id=agent_id, run_id=run_id)
+        occurred_at = as_datetime(occurred_at, "occurred_at")
         if not isinstance(content, str):
-            return self.add_session(content, user_id=user_id, metadata=meta)
+            return self.add_session(content, user_id=user_id, metadata=meta,
+                                    started_at=occurred_at)
         added = fact_memories(content, user_id=user_id, metadata=meta,
-                              words=unit_words(self.config),
+                              words=unit_words(self.config), occurred_at=occurred_at,
                               compressor=self.pipeline.compressor, embedder=self.embedder)
-        return self.store.add_memories(user_id, added, source="direct")
+        return self._superseding(user_id, self.store.add_memories(user_id, added,
+                                                                  source="direct"))
+
+    def _superseding(self, user_id: str, written: list[Memory]) -> list[Memory]:
+        """`written` with what supersession found they change recorded (when it is on)."""
+        if self._supersede is None:
+            return written
+        changed = {m.id: m for m in self._supersede(user_id, written)}
+        return [changed.get(m.id, m) for m in written]
 
     def get(self, memory_id: str, *, user_id: str) -> Memory:
         """One memory of the user, with its versions; `NotFoundError` if there is none."""
@@ -231,8 +249,9 @@ class ReflectiveMemory:
         current = self.get(memory_id, user_id=user_id)
         meta = check_metadata({**current.metadata, **(metadata or {})}) \
             if metadata is not None else current.metadata
-        return rewritten(current, text, meta, store=self.store,
-                         compressor=self.pipeline.compressor, embedder=self.embedder)
+        return self._superseding(user_id, [rewritten(
+            current, text, meta, store=self.store, compressor=self.pipeline.compressor,
+            embedder=self.embedder)])[0]
 
     def delete(self, memory_id: str, *, user_id: str) -> None:
         """Delete a memory with its versions and vectors (gone from search at once); the raw
@@ -264,7 +283,8 @@ class ReflectiveMemory:
                follow_links: bool = False, explore: bool = False,
                filters: Mapping[str, Any] | None = None, agent_id: str | None = None,
                run_id: str | None = None, session_id: str | None = None,
-               min_score: float | None = None) -> SearchResult:
+               min_score: float | None = None,
+               as_of: datetime | str | None = None) -> SearchResult:
         """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`.
 
         Turns not yet reflected are candidates too, as provisional hits (`immediate_recall`),
@@ -278,6 +298,11 @@ class ReflectiveMemory:
         `follow_links` (A-MEM, needs `notes=True`) puts each hit's linked memories right
         after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise, softmax
         temperature `reranker_temperature`) so that `feedback` can learn.
+
+        A memory a later one superseded comes right after its successor (unless the query
+        asks about the past) and its text says so: "(changed 10 February 2024 → ...)".
+        `as_of` (a date) searches what was true then: memories said by that time and not
+        yet superseded.
         """
         user_id = check_id(user_id, "user_id")
         query = check_query(query, self.config.max_query_chars)
@@ -288,9 +313,10 @@ class ReflectiveMemory:
         if min_score is not None and (isinstance(min_score, bool) or not isinstance(
                 min_score, (int, float)) or not 0.0 <= min_score <= 1.0):
             raise InvalidInputError(f"min_score must be a number in [0, 1], got {min_score!r}")
+        as_of = as_datetime(as_of, "as_of")
         return self._search.search(query, user_id=user_id, k=k, wanted=wanted,
                                    session_id=session_id, follow_links=follow_links,
-                                   explore=explore, min_score=min_score)
+                                   explore=explore, min_score=min_score, as_of=as_of)
 
     def feedback(self, result: SearchResult, cited: Sequence[str]) -> None:
         """One REINFORCE step from the memories an answer cited (retrospective reflection).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from .dbsearch import DatabaseSearcher
 from .index import FusionWeights, Scale, UserIndex
 from .provisional import OpenTurns
 from .score import relevance, scored
+from .validity import about_the_past, arrange, valid_at
 
 if TYPE_CHECKING:
     from ..learn.rerank import LearnedReranker
@@ -43,15 +45,18 @@ class Searcher:
 
     def search(self, query: str, *, user_id: str, k: int, wanted: Mapping[str, Any],
                session_id: str | None, follow_links: bool, explore: bool,
-               min_score: float | None) -> SearchResult:
+               min_score: float | None, as_of: datetime | None = None) -> SearchResult:
         """The checked arguments of `ReflectiveMemory.search`, searched."""
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
         if not query.strip():
             return result
-        pool = self._pool(user_id, query, max(k, self.config.candidates), wanted, session_id)
+        top = max(k, self.config.candidates)
+        pool = self._pool(user_id, query, top * (3 if as_of else 1), wanted, session_id)
         if pool is None:
             return result
         found, query_vec = pool
+        if as_of is not None:  # what was true then: said by then, not yet superseded
+            found = [f for f in found if valid_at(f[0], as_of)][:top]
         candidates = [MemoryHit(m, float(score), self._text(m), rank)
                       for rank, (m, score, _) in enumerate(found)]
         result.candidates = candidates
@@ -69,6 +74,10 @@ class Searcher:
             result.hits = [h for h in result.hits if matches(h.memory.metadata, wanted)]
         relevance_of = {c.memory.id: relevance(query_vec, r) for c, r in zip(candidates, rows)}
         result.hits = scored(result.hits, relevance_of, min_score)
+        if self.config.supersession:
+            result.hits = arrange(
+                result.hits, lambda ids: self.store.memories(user_id, ids, with_versions=False),
+                self._text, k=k, current_first=as_of is None and not about_the_past(query))
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
                                        retrieval=c.score) for c in candidates]
         result.state = {"query_vec": query_vec, "ranking": ranking}
@@ -128,6 +137,23 @@ class Searcher:
         rows = self.store.memory_vectors(user_id, ids)
         return [(stored[mid], score, rows[mid]) for mid, score in found
                 if mid in stored and mid in rows], scale
+
+    def similar(self, user_id: str, memory: Memory, vector: np.ndarray, top: int) -> list[str]:
+        """The ids of the user's `top` memories nearest to `memory` (its text and vector
+        fused as a query's are) among those carrying its scalar metadata."""
+        wanted = {k: (v,) for k, v in memory.metadata.items()
+                  if isinstance(v, (str, int, float, bool))}
+        database = self.database  # a write never starts the `auto` build; a search does
+        if (database.ready or database.backend == "database") and database.wanted(user_id):
+            return [mid for mid, _ in database.candidates(
+                user_id, memory.text, vector, top, wanted)[0]]
+        index = self.indexes.get(user_id)
+        if not len(index):
+            return []
+        subset = np.flatnonzero([matches(m, wanted) for m in index.metadata]) \
+            if wanted else None
+        found = index.search(memory.text, vector, top=top, weights=self.weights, subset=subset)
+        return [index.ids[p] for p in found.positions]
 
     def best_similarity(self, query: str, user_id: str) -> float:
         """The best cosine of any of the user's memories to `query` (0 when none)."""

@@ -4,6 +4,7 @@ text for an existing memory."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from ..models.embed import Embedder
@@ -15,17 +16,20 @@ from .units import passages
 
 
 def fact_memories(text: str, *, user_id: str, metadata: dict[str, Any], words: int,
-                  compressor: Compressor, embedder: Embedder) -> list[NewMemory]:
+                  compressor: Compressor, embedder: Embedder,
+                  occurred_at: datetime | None = None) -> list[NewMemory]:
     """A fact as new memories, one per passage of whole sentences of at most `words`: keyed,
-    embedded, with no refs and `source="direct"`; relative times dated as of now."""
+    embedded, with no refs and `source="direct"`; relative times dated as of when it was
+    said (`occurred_at`, default now)."""
     now = utcnow()
+    said = occurred_at or now
     fact = Turn.coerce({"speaker": "user", "text": text})
-    fact = replace(fact, text=ground(fact.text, now))  # dated first: passages count its words
+    fact = replace(fact, text=ground(fact.text, said))  # dated first: passages count its words
     texts = [p.text for p in passages(fact, words)]
     keys = compressor.compress(texts)
     vectors = embedder.embed(texts)
     return [NewMemory(Memory(id=new_memory_id(), user_id=user_id, text=text, key=key or text,
-                             refs=[], speakers=["user"], occurred_at=now, created_at=now,
+                             refs=[], speakers=["user"], occurred_at=said, created_at=now,
                              updated_at=now, attrs={"source": "direct"}, metadata=metadata),
                       vector[None, :])
             for text, key, vector in zip(texts, keys, vectors)]

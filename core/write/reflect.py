@@ -53,6 +53,9 @@ class Reflector:
         self.unit_words = unit_words
         self.after_commit: Callable[[str, list[Memory]], list[Memory]] | None = None
         """Runs on the committed memories (e.g. A-MEM notes); returns them updated."""
+        self.supersede: Callable[[str, list[Memory]], list[Memory]] | None = None
+        """Records what the committed memories change (`supersede.Supersession`); returns
+        the memories it changed."""
 
     def reflect(self, state: SessionState) -> list[Memory]:
         """Reflect the turns after `state.reflected`; [] when another worker did it first.
@@ -75,6 +78,9 @@ class Reflector:
                     raise
                 raise ReflectionError(f"reflecting session {state.session_id!r} failed: "
                                       f"{type(exc).__name__}: {exc}") from exc
+            if done and self.supersede is not None:
+                changed = {m.id: m for m in self.supersede(state.user_id, done)}
+                done = [changed.get(m.id, m) for m in done]
             if done and self.after_commit is not None:
                 done = self._after_commit(state, done)
         return done or []

@@ -12,18 +12,24 @@ read claims (`claims.py`) and ask four questions of a new claim against an earli
 A denial against a positive claim on the same subject and topic, with no cue, is a
 contradiction: both are kept current and flagged (`kind` "conflicts").
 
-A memory holding several claims may be superseded in part: `Change.part` is then the old
+A memory holding several claims may be superseded in part: `FactChange.part` is then the old
 claims that changed, and the rest of the memory still holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+import logging
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime, timezone
+from functools import lru_cache
 
-from ..types import Memory
+import numpy as np
+
+from ..storage.base import Store
+from ..types import FactChange, Memory
 from .claims import SINGLE_VALUED, Claim, Value, claims
+
+log = logging.getLogger("rmm_core.write.supersede")
 
 SIGNALS = ("subject", "attribute", "cue", "value")
 """The evidence the rules weigh; `find_changes(..., off=...)` turns any of them off (it
@@ -34,32 +40,18 @@ WHOLE = 0.5
 words; below it, in part."""
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
-    """`new_id` changes `old_id` as of `at` (`kind` "supersedes"), or the two contradict each
-    other without either replacing the other (`kind` "conflicts")."""
-
-    old_id: str
-    new_id: str
-    at: datetime
-    kind: str
-    part: str | None = None
-    """The old memory's words that changed, when it is superseded only in part."""
-    signals: tuple[str, ...] = ()
-
-
 def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
-                 off: Collection[str] = ()) -> list[Change]:
+                 off: Collection[str] = ()) -> list[FactChange]:
     """The changes `new` memories make to `earlier` ones and to each other (a memory can
     only change one said before it); a memory already superseded is not changed again."""
     checks = frozenset(SIGNALS) - frozenset(off)
-    parsed = {m.id: claims(m.text, m.speakers or ["user"]) for m in [*earlier, *new]}
+    parsed = {m.id: _claims(m.text, tuple(m.speakers or ["user"])) for m in [*earlier, *new]}
     taken = {m.id for m in earlier if m.superseded_by}
-    out: list[Change] = []
-    ordered = sorted(new, key=lambda m: m.valid_from)
+    out: list[FactChange] = []
+    ordered = sorted(new, key=_moment)
     for i, memory in enumerate(ordered):
         before = [m for m in [*earlier, *ordered[:i]]
-                  if m.id != memory.id and m.id not in taken and m.valid_from <= memory.valid_from]
+                  if m.id != memory.id and m.id not in taken and _moment(m) <= _moment(memory)]
         for old in before:
             change = _compare(memory, parsed[memory.id], old, parsed[old.id], checks)
             if change is not None:
@@ -69,26 +61,80 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
     return out
 
 
+def _moment(memory: Memory) -> datetime:
+    """When a memory became true, comparable whether or not its date carries a zone (UTC
+    assumed)."""
+    at = memory.valid_from
+    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+
+
+@lru_cache(maxsize=8192)
+def _claims(text: str, speakers: tuple[str, ...]) -> list[Claim]:
+    """`claims`, cached: an earlier memory is compared with every new one near it."""
+    return claims(text, list(speakers))
+
+
+Similar = Callable[[str, Memory, np.ndarray, int], list[str]]
+"""(user id, memory, its vector, how many) → ids of the user's stored memories nearest to it
+by words and meaning, of its scope (`read.search.Searcher.similar`)."""
+
+
+class Supersession:
+    """Finds and records what newly written memories change: the candidates are each new
+    memory's nearest stored memories of the same scope (metadata), by meaning and by words;
+    the rules decide (`find_changes`); the store records it (`Store.record_changes`)."""
+
+    def __init__(self, store: Store, similar: Similar, *, candidates: int = 24) -> None:
+        self.store, self.similar, self.candidates = store, similar, candidates
+
+    def __call__(self, user_id: str, new: Sequence[Memory]) -> list[Memory]:
+        """Record what `new` (already stored) changes; return the memories it changed, the
+        new ones included. A failure is logged, not raised: the memories stay as written."""
+        if not new:
+            return []
+        try:
+            changes = find_changes(new, self._earlier(user_id, new))
+            return self.store.record_changes(user_id, changes) if changes else []
+        except Exception:
+            log.warning("finding what %d new memories supersede failed; they are kept as "
+                        "current", len(new), exc_info=True)
+            return []
+
+    def _earlier(self, user_id: str, new: Sequence[Memory]) -> list[Memory]:
+        fresh = {m.id for m in new}
+        vectors = self.store.memory_vectors(user_id, list(fresh))
+        wanted = dict.fromkeys(
+            mid for m in new if m.id in vectors
+            for mid in self.similar(user_id, m, vectors[m.id][0], self.candidates)
+            if mid not in fresh)
+        scope = {tuple(sorted(m.metadata.items(), key=str)) for m in new}
+        return [m for m in self.store.memories(user_id, list(wanted), with_versions=False)
+                if tuple(sorted(m.metadata.items(), key=str)) in scope]
+
+
 def _compare(new: Memory, new_claims: list[Claim], old: Memory, old_claims: list[Claim],
-             checks: frozenset[str]) -> Change | None:
+             checks: frozenset[str]) -> FactChange | None:
     changed: list[Claim] = []
-    conflict: list[str] = []
+    by: list[str] = []
+    conflict = False
     for n in new_claims:
         if "cue" in checks and n.hypothetical:
             continue
         for o in old_claims:
             verdict = _verdict(n, o, checks)
-            if verdict == "supersedes" and o not in changed:
-                changed.append(o)
-            elif verdict == "conflicts":
-                conflict.append(o.text)
+            if verdict == "supersedes":
+                changed += [] if o in changed else [o]
+                by += [] if n.text in by else [n.text]
+            conflict = conflict or verdict == "conflicts"
+    signals = tuple(sorted(checks))
     if changed:
         words = sum(c.words for c in changed)
         total = sum(c.words for c in old_claims) or 1
         part = None if words >= WHOLE * total else " ".join(c.text for c in changed)
-        return Change(old.id, new.id, new.valid_from, "supersedes", part, tuple(sorted(checks)))
+        return FactChange(old.id, new.id, new.valid_from, "supersedes", part, " ".join(by),
+                          signals)
     if conflict:
-        return Change(old.id, new.id, new.valid_from, "conflicts", None, tuple(sorted(checks)))
+        return FactChange(old.id, new.id, new.valid_from, "conflicts", signals=signals)
     return None
 
 
