@@ -48,18 +48,8 @@ def latest_user_text(messages: Sequence[BaseMessage]) -> str:
 
 
 def hit_metadata(hit: MemoryHit) -> dict[str, Any]:
-    """JSON-safe provenance of a hit: memory id, score, rank, source turns, timestamps."""
-    memory = hit.memory
-    return {
-        "memory_id": memory.id,
-        "score": hit.score,
-        "rank": hit.rank,
-        "refs": list(memory.refs),
-        "session_ids": list(memory.session_ids),
-        "occurred_at": _iso(memory.occurred_at),
-        "created_at": _iso(memory.created_at),
-        "updated_at": _iso(memory.updated_at),
-    }
+    """JSON-safe provenance and validity of a hit (`MemoryHit.metadata`)."""
+    return hit.metadata()
 
 
 def hits_to_documents(hits: Sequence[MemoryHit]) -> list[Document]:
@@ -100,7 +90,3 @@ def check_arguments(data: Mapping[str, Any], *, counts: Sequence[str] = ("k",)) 
         value = data.get(name, 1)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment is not None else None

@@ -80,15 +80,20 @@ def hits_to_text(hits: Sequence[MemoryHit]) -> str:
 
 
 def hits_to_nodes(hits: Sequence[MemoryHit]) -> list[NodeWithScore]:
-    """Memory hits as LlamaIndex nodes (id = memory id) for retrievers and postprocessors."""
-    return [
-        NodeWithScore(
-            node=TextNode(id_=hit.memory.id, text=hit.text,
-                          metadata={MEMORY_ID_KEY: hit.memory.id, "refs": list(hit.refs)}),
-            score=hit.score,
-        )
-        for hit in hits
-    ]
+    """Memory hits as LlamaIndex nodes (id = memory id) for retrievers and postprocessors;
+    the hit's provenance and validity (`MemoryHit.metadata`) ride along, kept out of the text
+    an LLM or an embedder reads."""
+    return [_node(hit) for hit in hits]
+
+
+def _node(hit: MemoryHit) -> NodeWithScore:
+    meta = hit.metadata()
+    hidden = [key for key in meta if key != "refs"]
+    return NodeWithScore(node=TextNode(id_=hit.memory.id, text=hit.text,
+                                       metadata={**meta, MEMORY_ID_KEY: hit.memory.id},
+                                       excluded_llm_metadata_keys=hidden,
+                                       excluded_embed_metadata_keys=hidden),
+                         score=hit.score)
 
 
 def node_memory_id(node: NodeWithScore) -> str | None:
