@@ -7,7 +7,9 @@ package declares in `ADAPTER_GROUP` (see `adapters.py`); the wrappers only trans
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -39,7 +41,7 @@ def as_embedder(obj: Any) -> Embedder:
     wrap = _ADAPTERS.find(obj)
     if wrap is not None:
         return wrap(obj)
-    if callable(getattr(obj, "embed", None)) and isinstance(getattr(obj, "dim", None), int):
+    if callable(getattr(obj, "embed", None)) and isinstance(getattr(obj, "dim", None), Integral):
         return obj
     raise InvalidInputError(
         "embedder must be an Embedder (embed(texts) -> float32 array, and dim), a LangChain "
@@ -64,6 +66,10 @@ class BatchEmbedder:
     their vectors are always comparable. Rows come back as float32, L2-normalised like the
     packaged models' (a dot product is their cosine), of `dim` dimensions: the stated one
     when it is a positive integer, else that of `PROBE_TEXT`, embedded once here.
+
+    Calls run one at a time, as the packaged models' do: the memory embeds from its
+    background worker while it searches, and some models (a local HuggingFace tokenizer)
+    fail when called from two threads at once.
     """
 
     def __init__(self, embed_batch: Callable[[list[str]], Sequence[Sequence[float]]], *,
@@ -72,8 +78,9 @@ class BatchEmbedder:
         self.name = name
         self.source = source
         """The wrapped framework object."""
-        stated = isinstance(dim, int) and not isinstance(dim, bool) and dim > 0
-        self.dim: int = dim if stated else self._vectors([PROBE_TEXT]).shape[1]
+        self._lock = threading.Lock()
+        stated = isinstance(dim, Integral) and not isinstance(dim, bool) and dim > 0
+        self.dim = int(dim) if stated else self._vectors([PROBE_TEXT]).shape[1]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:  # some services refuse an empty batch
@@ -89,7 +96,8 @@ class BatchEmbedder:
 
     def _vectors(self, texts: list[str]) -> np.ndarray:
         """The framework's vectors for `texts` as a float32 matrix, one row per text."""
-        answer = self._embed_batch(texts)
+        with self._lock:
+            answer = self._embed_batch(texts)
         try:
             vectors = np.asarray(answer, dtype=np.float32)
         except (TypeError, ValueError):  # ragged rows, or not numbers
@@ -98,4 +106,6 @@ class BatchEmbedder:
             raise InvalidInputError(
                 f"the embedder {self.name} answered {len(texts)} texts with "
                 f"{type(answer).__name__} of shape {vectors.shape}, not one vector per text")
+        if not np.isfinite(vectors).all():
+            raise InvalidInputError(f"the embedder {self.name} made vectors that are not finite")
         return vectors

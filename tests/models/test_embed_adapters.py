@@ -4,6 +4,9 @@ packages declare their wrappers, `as_embedder` finds them by the object's packag
 
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import entry_points
 
 import numpy as np
@@ -57,6 +60,8 @@ def test_a_registered_adapter_wraps_its_package_objects():
 def test_a_core_embedder_is_used_as_it_is():
     native = HashEmbedder(16)
     assert as_embedder(native) is native
+    native.dim = np.int64(16)  # a dimension read off an array
+    assert as_embedder(native) is native
 
 
 @pytest.mark.parametrize("bad", [
@@ -89,3 +94,30 @@ def test_a_stated_dimension_skips_the_probe_and_a_wrong_one_is_not_trusted():
     for not_a_dim in (None, True, 0, -3, "3", 3.0):
         probed = BatchEmbedder(batch, name="r", dim=not_a_dim)
         assert probed.dim == 3 and batch.calls[-1] == [PROBE_TEXT]
+
+
+def test_vectors_that_are_not_finite_are_refused():
+    wrapper = BatchEmbedder(lambda texts: [[1.0, float("nan")]] * len(texts), name="nan", dim=2)
+    with pytest.raises(InvalidInputError, match="embedder nan made vectors that are not finite"):
+        wrapper.embed(["a"])
+
+
+def test_the_framework_is_called_from_one_thread_at_a_time():
+    """Searches and the background worker embed at once; a model that breaks under
+    concurrent calls (a local tokenizer) must see them one after another."""
+    inside, most = [0], [0]
+    guard = threading.Lock()
+
+    def batch(texts):
+        with guard:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.01)
+        with guard:
+            inside[0] -= 1
+        return [[1.0, 0.0]] * len(texts)
+
+    wrapper = BatchEmbedder(batch, name="slow", dim=2)
+    with ThreadPoolExecutor(4) as pool:
+        done = list(pool.map(lambda i: wrapper.embed([f"text {i}"] * (1 + i % 3)), range(16)))
+    assert [len(v) for v in done] == [1 + i % 3 for i in range(16)] and most[0] == 1
