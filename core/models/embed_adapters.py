@@ -83,7 +83,7 @@ class BatchEmbedder:
         self.dim = int(dim) if stated else self._vectors([PROBE_TEXT]).shape[1]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:  # some services refuse an empty batch
+        if len(texts) == 0:  # some services refuse an empty batch
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._vectors(list(texts))
         if vectors.shape[1] != self.dim:
