@@ -18,6 +18,7 @@ from .learn.rerank import LearnedReranker
 from .lru import ByteLRU
 from .metadata import check_filters, check_metadata
 from .models.embed import Embedder, check_dimension, default_embedder
+from .models.embed_adapters import as_embedder
 from .models.llm import metered, usage_scope
 from .models.per_call import PerCallLLMs
 from .read.cache import IndexCache
@@ -67,16 +68,18 @@ class ReflectiveMemory:
     """
 
     def __init__(self, store: Store, *, config: MemoryConfig | None = None,
-                 embedder: Embedder | None = None, pipeline: Pipeline | None = None,
+                 embedder: Embedder | Any = None, pipeline: Pipeline | None = None,
                  llm: Any = None, recover: bool = True) -> None:
         """`recover=False` skips reflecting the sessions a crash left open (a reader that
-        must not write, or a caller that chooses which sessions to reflect)."""
+        must not write, or a caller that chooses which sessions to reflect). `embedder` is
+        as in `open`."""
         self.config = config or MemoryConfig()
         self.store = store
         self.llm = metered(llm, self.config)
         """The user's LLM as every LLM caller uses it: counted, time-bounded, typed errors."""
         self._llms = PerCallLLMs(self.llm, self.config)
-        self.embedder = embedder or default_embedder(self.config.embedding_model)
+        self.embedder = as_embedder(embedder) if embedder is not None else \
+            default_embedder(self.config.embedding_model)
         self.pipeline = pipeline or build_pipeline(self.config, self.llm)
         self._stemmer = english_stemmer()
         self._weights = FusionWeights(
@@ -116,13 +119,15 @@ class ReflectiveMemory:
     @classmethod
     def open(cls, target: str | Store = ":memory:", *, llm: Any = None,
              config: MemoryConfig | Mapping[str, Any] | None = None,
-             embedder: Embedder | None = None, segmenter: Segmenter | None = None,
+             embedder: Embedder | Any = None, segmenter: Segmenter | None = None,
              extractor: Extractor | None = None, compressor: Compressor | None = None,
              reconciler: Reconciler | None = None, recover: bool = True,
              **settings: Any) -> ReflectiveMemory:
         """Open (or create) a memory at a file path, `:memory:`, or a database URL.
 
         `settings` are `MemoryConfig` fields; stage arguments replace single stages.
+        `embedder` replaces `embedding_model`: an `Embedder`, a LangChain `Embeddings` or a
+        LlamaIndex `BaseEmbedding` (as it is); a store keeps the dimension it was built with.
         Open sessions left unreflected by a crash are reflected here (`recover=False`: not).
         """
         if isinstance(config, Mapping):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import queue
 import threading
@@ -13,11 +12,11 @@ from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import InvalidInputError, LLMError
 from ..text import count_tokens
+from .adapters import AdapterRegistry
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
@@ -48,34 +47,21 @@ ADAPTER_GROUP = "rmm_core.llm_adapters"
 (`langchain_core`, `llama_index`, ...), its value a `wrap(obj) -> LLM` for that framework's
 LLM objects. The adapter packages declare theirs; the core names none of them."""
 
-_ADAPTERS: dict[str, Callable[[Any], LLM]] = {}
+_ADAPTERS: AdapterRegistry[LLM] = AdapterRegistry(ADAPTER_GROUP)
 
 
 def register_llm_adapter(package: str, wrap: Callable[[Any], LLM]) -> None:
     """Make `as_llm` hand objects whose class comes from top-level `package` to `wrap` (what
     an entry point in `ADAPTER_GROUP` declares, for code that is not installed as one)."""
-    _ADAPTERS[package] = wrap
-
-
-@functools.cache
-def _declared_adapters() -> dict[str, Any]:
-    """The installed entry points of `ADAPTER_GROUP` by name, read once per process."""
-    return {ep.name: ep for ep in entry_points(group=ADAPTER_GROUP)}
-
-
-def _adapter(package: str) -> Callable[[Any], LLM] | None:
-    if package not in _ADAPTERS and package in _declared_adapters():
-        _ADAPTERS[package] = _declared_adapters()[package].load()
-    return _ADAPTERS.get(package)
+    _ADAPTERS.register(package, wrap)
 
 
 def as_llm(obj: Any) -> LLM:
     """Coerce a LangChain chat model, a LlamaIndex LLM (or any framework's LLM with a
     registered adapter), an object with `complete`, or a callable into an `LLM`."""
-    for cls in type(obj).__mro__:
-        wrap = _adapter(cls.__module__.split(".")[0])
-        if wrap is not None:
-            return wrap(obj)
+    wrap = _ADAPTERS.find(obj)
+    if wrap is not None:
+        return wrap(obj)
     if isinstance(obj, LLM) or hasattr(obj, "acomplete") or hasattr(obj, "complete_with_usage"):
         return obj
     if callable(obj):
