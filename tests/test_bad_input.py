@@ -171,7 +171,8 @@ def test_parse_topics_returns_valid_topics_or_parse_error(answer, n):
 
 @settings(max_examples=300, deadline=None)
 @given(answer=ANSWERS | st.lists(st.tuples(st.integers(-2, 6), st.sampled_from(
-    ["Add()", "Merge({}, merged text)", "Merge({},", "merge({}, x)"]), st.integers(-2, 6)),
+    ["Add()", "Merge({}, merged text)", "Merge({},", "merge({}, x)", "Update({}, new text)",
+     "update({},"]), st.integers(-2, 6)),
     max_size=5).map(lambda rows: "\n".join(f"N{a}: {b.format(c)}" for a, b, c in rows)),
        n_new=st.integers(1, 5), n_stored=st.integers(0, 5))
 def test_parse_actions_returns_in_range_actions_or_parse_error(answer, n_new, n_stored):
@@ -181,7 +182,8 @@ def test_parse_actions_returns_in_range_actions_or_parse_error(answer, n_new, n_
         return
     assert actions and all(0 <= k < n_new for k in actions)
     for value in actions.values():
-        assert value is None or (0 <= value[0] < n_stored and value[1].strip())
+        assert value is None or (value.kind in ("merge", "update")
+                                 and 0 <= value.stored < n_stored and value.text.strip())
 
 
 @settings(max_examples=300, deadline=None)

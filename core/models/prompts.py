@@ -39,17 +39,22 @@ RECONCILE = """You keep a bank of memories about people up to date.
 Each NEW memory below comes from the latest session and is followed by the STORED memories
 of the bank most similar to it. For each new memory choose one action:
 - Add() when it tells something its stored memories do not already hold;
-- Merge(i, merged summary) when it is about the same person and topic as stored memory [i].
-  Write one summary of at most {max_words} words that combines both and keeps every name,
-  number and date; when they conflict, state the newer information and note the change.
+- Merge(i, merged summary) when it is about the same person and topic as stored memory [i]
+  and adds to it. Write one summary of at most {max_words} words that combines both and
+  keeps every name, number and date.
+- Update(i, new summary) when it makes what stored memory [i] says no longer true: the
+  person moved, changed jobs, a date or amount changed, a habit or preference stopped. Write
+  one summary of at most {max_words} words of what is true now, naming what it replaces and
+  when it changed; the stored memory is kept as the past.
 
 {new}
 
 Answer with exactly one line per new memory and nothing else, each line in one of the
-two forms below, with the memory's own number, and for Merge the number in square brackets
-of the stored memory it merges into:
+three forms below, with the memory's own number, and for Merge and Update the number in
+square brackets of the stored memory it concerns:
 N<number>: Add()
 N<number>: Merge(<stored number>, <merged summary>)
+N<number>: Update(<stored number>, <new summary>)
 """
 
 SEGMENT = """Split the conversation below into topically coherent segments. A segment is a

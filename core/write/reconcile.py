@@ -17,11 +17,22 @@ from .session import Draft
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Add draft `draft` (target None) or merge it into memory `target` with `text`."""
+    """Add draft `draft` (target None) or merge it into memory `target` with `text`; an
+    add that `replaces` a stored memory supersedes it (RMM's update, LLM-judged)."""
 
     draft: int
     target: str | None = None
     text: str | None = None
+    replaces: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One parsed reconciliation line: "merge" or "update" of stored memory `stored`."""
+
+    kind: str
+    stored: int
+    text: str
 
 
 @runtime_checkable
@@ -109,19 +120,20 @@ class LLMReconciler:
                           self.max_words)
 
 
-_ACTION = re.compile(r"^\W*N?\s*(\d+)\s*\W*\s*(add|merge)\s*\((.*)$", re.I)
+_ACTION = re.compile(r"^\W*N?\s*(\d+)\s*\W*\s*(add|merge|update)\s*\((.*)$", re.I)
 _MERGE = re.compile(r"\s*\[?(\d+)\]?\s*,\s*(.*?)\s*\)\s*[.;]?\s*$", re.S)
 
 
 def parse_actions(answer: str, n_new: int, n_stored: int,
-                  allowed: list[set[int]] | None = None) -> dict[int, tuple[int, str] | None]:
-    """`{draft: None (Add) | (stored index, merged summary)}` from `N1: Add()` lines.
+                  allowed: list[set[int]] | None = None) -> dict[int, Action | None]:
+    """`{draft: None (Add) | Action(merge or update, stored index, summary)}` from
+    `N1: Add()` lines.
 
-    Indices out of range are rejected. A merge of new memory i into a stored memory
-    outside `allowed[i]` (not listed under it), or a Merge cut off before its closing
+    Indices out of range are rejected. A merge or update of new memory i naming a stored
+    memory outside `allowed[i]` (not listed under it), or one cut off before its closing
     parenthesis, is ignored: that memory is added instead, so nothing is lost.
     """
-    actions: dict[int, tuple[int, str] | None] = {}
+    actions: dict[int, Action | None] = {}
     for line in answer.splitlines():
         found = _ACTION.match(line.strip().strip("`*"))
         if not found:
@@ -136,40 +148,45 @@ def parse_actions(answer: str, n_new: int, n_stored: int,
         if not merge:
             continue
         target, text = int(merge.group(1)), merge.group(2).strip().strip("\"'")
+        kind = found.group(2).lower()
         if not 0 <= target < n_stored:
-            raise ParseError(f"Merge({target}, ...) names no stored memory; use 0 to "
-                             f"{n_stored - 1}")
+            raise ParseError(f"{kind.title()}({target}, ...) names no stored memory; use 0 "
+                             f"to {n_stored - 1}")
         if allowed is not None and target not in allowed[new - 1]:
             actions[new - 1] = None
             continue
         if text:
-            actions[new - 1] = (target, text)
+            actions[new - 1] = Action(kind, target, text)
     if not actions:
         raise ParseError("no action lines found; write one line per new memory such as "
-                         "'N1: Add()' or 'N1: Merge(0, merged summary)'")
+                         "'N1: Add()', 'N1: Merge(0, merged summary)' or "
+                         "'N1: Update(0, new summary)'")
     return actions
 
 
-def _decisions(n: int, actions: dict[int, tuple[int, str] | None],
+def _decisions(n: int, actions: dict[int, Action | None],
                stored: list[Memory], max_words: int) -> list[Decision]:
     merged: dict[str, list[str]] = {}
     for i, action in list(actions.items()):
-        if action is None:
+        if action is None or action.kind != "merge":
             continue
-        texts = merged.setdefault(stored[action[0]].id, [])
-        if action[1] in texts:
+        texts = merged.setdefault(stored[action.stored].id, [])
+        if action.text in texts:
             continue
-        if len(" ".join([*texts, action[1]]).split()) > max_words:
+        if len(" ".join([*texts, action.text]).split()) > max_words:
             actions[i] = None  # too long to be one hit: kept as a memory of its own
         else:
-            texts.append(action[1])
+            texts.append(action.text)
     out = []
     for i in range(n):
         action = actions.get(i)
         if action is None:
             out.append(Decision(i))
+        elif action.kind == "update":  # a new memory in the LLM's words; the old one stays
+            text = " ".join(action.text.split()[:max_words])
+            out.append(Decision(i, text=text, replaces=stored[action.stored].id))
         else:
-            target = stored[action[0]].id
+            target = stored[action.stored].id
             out.append(Decision(i, target, "\n".join(merged[target])))
     return out
 

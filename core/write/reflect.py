@@ -14,7 +14,7 @@ from ..models.embed import Embedder
 from ..models.llm import usage_scope
 from ..read.index import UserIndex
 from ..storage.base import MergeInto, NewMemory, SessionState, Store
-from ..types import Memory, Turn, new_memory_id, utcnow
+from ..types import FactChange, Memory, Turn, new_memory_id, utcnow
 from .compress import Compressor
 from .extract import Extractor, SegmentExtractor
 from .reconcile import Reconciler
@@ -53,9 +53,10 @@ class Reflector:
         self.unit_words = unit_words
         self.after_commit: Callable[[str, list[Memory]], list[Memory]] | None = None
         """Runs on the committed memories (e.g. A-MEM notes); returns them updated."""
-        self.supersede: Callable[[str, list[Memory]], list[Memory]] | None = None
-        """Records what the committed memories change (`supersede.Supersession`); returns
-        the memories it changed."""
+        self.supersede: Callable[[str, list[Memory], list[FactChange]], list[Memory]] \
+            | None = None
+        """Records what the committed memories change, with the changes reconciliation
+        decided (`supersede.Supersession`); returns the memories it changed."""
 
     def reflect(self, state: SessionState) -> list[Memory]:
         """Reflect the turns after `state.reflected`; [] when another worker did it first.
@@ -70,7 +71,7 @@ class Reflector:
 
         with usage_scope(state.session_id, save):  # the LLM stages count into it
             try:
-                done = self._reflect(state)
+                done, replaced = self._reflect(state)
             except Exception as exc:
                 retry_at = time.time() + self.retry_delay * 2 ** state.failures
                 self._record(state, exc, retry_at=retry_at)
@@ -79,7 +80,7 @@ class Reflector:
                 raise ReflectionError(f"reflecting session {state.session_id!r} failed: "
                                       f"{type(exc).__name__}: {exc}") from exc
             if done and self.supersede is not None:
-                changed = {m.id: m for m in self.supersede(state.user_id, done)}
+                changed = {m.id: m for m in self.supersede(state.user_id, done, replaced)}
                 done = [changed.get(m.id, m) for m in done]
             if done and self.after_commit is not None:
                 done = self._after_commit(state, done)
@@ -104,10 +105,12 @@ class Reflector:
         except Exception:  # the original failure is what the caller needs to see
             log.exception("could not record the failure of session %r", state.session_id)
 
-    def _reflect(self, state: SessionState) -> list[Memory] | None:
+    def _reflect(self, state: SessionState) -> tuple[list[Memory] | None, list[FactChange]]:
+        """The committed memories (None: another worker committed first) and the stored
+        memories reconciliation decided they supersede."""
         turns = self.store.turns(state.user_id, state.session_id, after_seq=state.reflected)
         if not turns:
-            return []
+            return [], []
         session, segments = self._units(state, turns)
         drafts = self.pipeline.extractor.extract(session, segments)
         keys = self.pipeline.compressor.compress([d.text for d in drafts])
@@ -118,10 +121,17 @@ class Reflector:
             drafts, self._neighbours(state, [v[0] for v in vectors]))
         adds: list[NewMemory] = []
         merges: dict[str, MergeInto] = {}
+        replaced: list[FactChange] = []
         for decision in decisions:
             draft, vecs = drafts[decision.draft], vectors[decision.draft]
             if decision.target is None:
-                adds.append(NewMemory(self._memory(state, draft), vecs))
+                memory = self._memory(state, draft)
+                if decision.replaces:  # the LLM's update: the new summary supersedes
+                    memory.text = memory.key = decision.text or draft.text
+                    replaced.append(FactChange(decision.replaces, memory.id,
+                                                     memory.valid_from, "supersedes",
+                                                     by=memory.text))
+                adds.append(NewMemory(memory, vecs))
             elif decision.target in merges:  # a second draft folded into the same memory
                 merge = merges[decision.target]
                 merge.text = decision.text or f"{merge.text}\n{draft.text}"
@@ -136,7 +146,7 @@ class Reflector:
         self._finish_merges(state.user_id, list(merges.values()))
         return self.store.commit_reflection(state.user_id, state.session_id, state.reflected,
                                             state.reflected + len(turns), adds,
-                                            list(merges.values()))
+                                            list(merges.values())), replaced
 
     def _units(self, state: SessionState, turns: list[Turn]
                ) -> tuple[SessionInput, list[list[int]]]:

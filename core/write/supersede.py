@@ -87,13 +87,17 @@ class Supersession:
     def __init__(self, store: Store, similar: Similar, *, candidates: int = 24) -> None:
         self.store, self.similar, self.candidates = store, similar, candidates
 
-    def __call__(self, user_id: str, new: Sequence[Memory]) -> list[Memory]:
-        """Record what `new` (already stored) changes; return the memories it changed, the
-        new ones included. A failure is logged, not raised: the memories stay as written."""
+    def __call__(self, user_id: str, new: Sequence[Memory],
+                 known: Sequence[FactChange] = ()) -> list[Memory]:
+        """Record what `new` (already stored) changes, with the `known` changes (an LLM's
+        updates); return the memories changed, the new ones included. A failure is logged,
+        not raised: the memories stay as written."""
         if not new:
             return []
         try:
-            changes = find_changes(new, self._earlier(user_id, new))
+            decided = {c.old_id for c in known}
+            changes = [*known, *(c for c in find_changes(new, self._earlier(user_id, new))
+                                 if c.old_id not in decided)]
             return self.store.record_changes(user_id, changes) if changes else []
         except Exception:
             log.warning("finding what %d new memories supersede failed; they are kept as "

@@ -24,7 +24,7 @@ from rmm_core.models.parse import ParseError, load_json
 from rmm_core.types import Turn
 from rmm_core.write.compress import LLMLinguaCompressor
 from rmm_core.write.extract import parse_topics
-from rmm_core.write.reconcile import parse_actions
+from rmm_core.write.reconcile import Action, parse_actions
 from rmm_core.write.segment import IncrementalLLMSegmenter, parse_segments
 from rmm_core.write.session import SessionInput
 
@@ -113,7 +113,11 @@ def test_topics_no_trait_and_wrong_keys():
 def test_actions_lines_and_range_checks():
     answer = ("Here you go:\nN1: Add()\nN2: Merge(1, Ann has two dogs, Rex and Max.)\n"
               "N3: Merge(0, cut")
-    assert parse_actions(answer, 3, 2) == {0: None, 1: (1, "Ann has two dogs, Rex and Max.")}
+    assert parse_actions(answer, 3, 2) == {0: None, 1: Action("merge", 1, "Ann has two dogs, "
+                                                                   "Rex and Max.")}
+    assert parse_actions("N1: Update(0, Ann lives in Porto now, not Lisbon (since May).)",
+                         1, 1) == {0: Action("update", 0, "Ann lives in Porto now, not Lisbon "
+                                                          "(since May).")}
     with pytest.raises(ParseError, match="no stored memory"):
         parse_actions("N1: Merge(5, x)", 1, 2)
     with pytest.raises(ParseError, match="not a new memory"):
@@ -133,6 +137,29 @@ def test_segments_cover_every_turn_once_and_reject_out_of_range():
 
 
 # the pipeline with an LLM --------------------------------------------------------------------
+def test_an_llm_update_adds_the_new_summary_and_supersedes_the_stored_memory(tmp_path,
+                                                                            embedder):
+    summary = "Ann now keeps her beagle Rex at her parents' farm, no longer in her flat."
+    llm = ScriptedLLM(
+        segment=['[{"start": 0, "end": 3}]'],
+        extract=[EXTRACT_1, json.dumps({"Ann": [{"summary": "Rex went to the farm.",
+                                                  "reference": [0]}], "Bob": "NO_TRAIT"})],
+        reconcile=[f"N1: Update(0, {summary})"])
+    mem = _open(tmp_path, embedder, llm)
+    first = mem.add_session(SESSION_1, user_id="u", session_id="s1",
+                            started_at=datetime(2023, 5, 8))
+    rex = next(m for m in first if "Rex" in m.text)
+    (new,) = mem.add_session(SESSION_2, user_id="u", session_id="s2",
+                             started_at=datetime(2023, 6, 1))
+    assert "Update(<stored number>" in llm.prompts[-1][1]
+    assert new.text == summary and new.supersedes == [rex.id]
+    old = mem.get(rex.id, user_id="u")
+    assert old.superseded_by == new.id and old.changed_to == summary
+    assert old.valid_to == datetime(2023, 6, 1)
+    assert [v.reason for v in old.versions] == ["created", "superseded"]
+    assert mem.search("Where is Rex?", user_id="u", k=2)[0].memory.id == new.id
+
+
 def test_llm_pipeline_extracts_merges_and_counts(tmp_path, embedder):
     llm = ScriptedLLM(
         segment=['[{"start": 0, "end": 2}, {"start": 3, "end": 3}]'],
