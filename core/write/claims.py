@@ -18,8 +18,10 @@ _SENTENCE = re.compile(r"(?<=[.!?;])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.
                        r"(?<!\bProf\.)\s+|\s*\n\s*|\s+(?:but|however|though|whereas)\s+",
                        re.IGNORECASE)
 """Sentence ends (not after a title: "Dr. Patel"), line breaks and contrasts."""
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*\d*[A-Za-z]*|\d[\d,.:/]*(?:%|[A-Za-z]+\b)?")
-"""Words, and numbers with what is glued to them ("20%", "6am"); "Q3" and "p95" are one word."""
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*\d*[A-Za-z]*|[$€£]?\d[\d,.:/]*(?:%|[A-Za-z]+\b)?")
+"""Words, and numbers with what is glued to them ("$40", "20%", "6am"); "Q3" and "p95" are
+one word."""
+_CURRENCY = "$€£"
 _DATE_NOTE = re.compile(r"\s*\((?:the week of )?[^()]*\d{4}\)")
 """What `timeref.ground` adds after a relative time: the claim reads the words as said."""
 
@@ -154,7 +156,8 @@ def _claim(sentence: str, speaker: str, speakers: list[str]) -> Claim:
     named = {v for v, _, _ in spans}
     topic_at = [_topics(t, named) for t in tokens]
     for text, kind, at in spans:
-        if kind == "number" and " " in text:  # the unit says what a number measures
+        if kind == "number" and " " in text and text[-1] not in _CURRENCY:
+            # the unit says what a number measures
             topic_at[at + 1] = topic_at[at + 1] | {_stem(tokens[at + 1])}
         elif kind == "date":
             topic_at[at] = topic_at[at] | {"@schedule"}
@@ -189,7 +192,7 @@ def _topics(token: str, named: set[str]) -> frozenset[str]:
     family = _family(low)
     if low in named:
         return frozenset({"@" + family} if family else ())
-    if low in STOPWORDS or low in _GENERIC or low[0].isdigit() or low in MONTHS \
+    if low in STOPWORDS or low in _GENERIC or low.lstrip(_CURRENCY)[:1].isdigit() or low in MONTHS \
             or len(low) < 3:
         return frozenset()
     return frozenset({_stem(low), "@" + family} if family else {_stem(low)})
@@ -225,10 +228,12 @@ def _values(sentence: str, tokens: list[str], starts: list[int]) -> list[tuple[s
             out.append((low.rstrip("s"), "date", i))
         elif _stem(low) in _STATES:
             out.append((_stem(low), "name", i))
-        elif token[0].isdigit():
-            number = token.rstrip(".,").replace(",", "")
+        elif token.lstrip(_CURRENCY)[:1].isdigit():
+            number = token.lstrip(_CURRENCY).rstrip(".,").replace(",", "")
             unit = tokens[i + 1].lower() if i + 1 < len(tokens) else ""
-            if unit.isalpha() and unit not in STOPWORDS and unit not in _GENERIC:
+            if token[0] in _CURRENCY:
+                number = f"{number} {token[0]}"
+            elif unit.isalpha() and unit not in STOPWORDS and unit not in _GENERIC:
                 number = f"{number} {_stem(unit)}"
             out.append((number, "number", i))
         elif i and token[0].isupper() and low not in _FAMILY_OF and low not in STOPWORDS \
@@ -236,8 +241,9 @@ def _values(sentence: str, tokens: list[str], starts: list[int]) -> list[tuple[s
             out.append((low, "name", i))
     for pattern in (_ROLE, _PLACE):
         for m in pattern.finditer(sentence):
-            at = sum(1 for s in starts if s < m.start(1))
-            out.append((m.group(1).strip().lower(), "name", at))
+            name = m.group(1).strip().lower()
+            if name.split()[0] not in MONTHS and name.rstrip("s") not in WEEKDAYS:
+                out.append((name, "name", sum(1 for s in starts if s < m.start(1))))
     return out
 
 

@@ -140,10 +140,20 @@ def _new_value(n: Claim, o: Claim) -> bool:
         if nv.was or nv.text in old_texts:
             continue
         for ov in o.values:
-            if ov.kind == nv.kind and ov.text not in new_texts and (
+            if ov.kind == nv.kind and ov.text not in new_texts and _same_unit(nv, ov) and (
                     _attribute_value(nv, ov) or _same_topic(nv, ov)):
                 return True
     return False
+
+
+def _same_unit(nv: Value, ov: Value) -> bool:
+    """Numbers are values of one attribute only in the same unit ("$40" is not a count of
+    requests; "2,000 newsletter subscribers" counts subscribers); a number without a unit
+    may be either."""
+    if nv.kind != "number" or " " not in nv.text or " " not in ov.text:
+        return True
+    new_unit, old_unit = nv.text.split(" ", 1)[1], ov.text.split(" ", 1)[1]
+    return new_unit == old_unit or new_unit in ov.near or old_unit in nv.near
 
 
 def _attribute_value(nv: Value, ov: Value) -> bool:
