@@ -126,11 +126,13 @@ def prf(hit: int, said: int, gold: int) -> dict[str, float]:
 
 
 def part_scores(pairs: Sequence[Pair], predicted: Sequence[tuple[str, bool]]) -> dict[str, float]:
-    """Of the supersedes pairs the rules find, how well "in part" matches the labels."""
+    """Of the supersedes pairs the rules find (`found`, `labelled` of them in part), how
+    well "in part" matches the labels."""
     found = [(pair.part, part) for pair, (kind, part) in zip(pairs, predicted)
              if pair.label == kind == "supersedes"]
-    return prf(sum(g and p for g, p in found), sum(p for _, p in found),
-               sum(g for g, _ in found))
+    return {**prf(sum(g and p for g, p in found), sum(p for _, p in found),
+                  sum(g for g, _ in found)),
+            "found": len(found), "labelled": sum(g for g, _ in found)}
 
 
 def auroc(positive: np.ndarray, negative: np.ndarray) -> float:
@@ -199,7 +201,8 @@ def report(figures: dict[str, Any]) -> str:
     for gold, row in figures["confusion"].items():
         lines.append(f"{gold:<28}" + "".join(f"{row[g]:>12}" for g in LABELS))
     part, sim = figures["part"], figures["similarity"]
-    lines += ["", f"in part, of the supersessions found: P {part['precision']:.2f} "
+    lines += ["", f"in part, of the {part['found']} supersessions found ({part['labelled']} "
+              f"labelled in part): P {part['precision']:.2f} "
               f"R {part['recall']:.2f} F1 {part['f1']:.2f}",
               f"similarity alone ({sim['embedder']} cosine), supersedes vs none: AUROC "
               f"{sim['auroc']:.3f}; best threshold {sim['threshold']:.3f} gives P "

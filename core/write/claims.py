@@ -93,6 +93,11 @@ _OBJECT = re.compile(r"\b(?:is|are|was|were|am|from|with|to|for|of|at|by|about)\
                      r"\b(?:I|I'm|I've|I'd|I'll|we|we're|we've)\b", re.IGNORECASE)
 """Words before "my <relation>" that make it an object ("Sam is my boyfriend", "I eat eggs from
 my neighbour's hens"): the sentence is then about the speaker, not the relation."""
+_REPORTED = re.compile(r"\b(?:think|thought|heard|guess|know|knew|said|told me|found out|"
+                       r"learned|learnt)\s+(?:that\s+)?$", re.IGNORECASE)
+"""Unless the speaker only reports it: "I heard my boss quit" is about the boss."""
+_WITH_ME = re.compile(r"\s+and (?:I|me)\b")
+""""My wife and I moved": the speaker's fact as much as the relation's."""
 _FIRST = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|we're|our)\b", re.IGNORECASE)
 _SECOND = re.compile(r"\b(?:you|you're|you've|your)\b", re.IGNORECASE)
 _ROLE = re.compile(r"\bas an? ((?:[a-z]+ ){0,2}[a-z]+)", re.IGNORECASE)
@@ -200,7 +205,9 @@ def _topics(token: str, named: set[str]) -> frozenset[str]:
 
 def _subject(sentence: str, speaker: str, speakers: list[str]) -> str:
     relation = RELATIONS.search(sentence)
-    if relation and not _OBJECT.search(sentence[:relation.start()]):
+    before = sentence[:relation.start()] if relation else ""
+    if relation and not _WITH_ME.match(sentence, relation.end()) and (
+            _REPORTED.search(before) or not _OBJECT.search(before)):
         return f"{speaker}'s {relation.group(1).lower()}"
     if _FIRST.search(sentence):
         return speaker

@@ -77,6 +77,11 @@ def test_a_sisters_move_is_not_the_speakers():
     assert kind("I live in Portland.", "My sister moved to Denver last month.") == "none"
 
 
+def test_a_reported_relations_move_is_theirs_and_a_shared_move_is_the_speakers():
+    assert kind("I live in Portland.", "I heard my sister moved to Denver.") == "none"
+    assert kind("I live in Portland.", "My wife and I moved to Denver in May.") == "supersedes"
+
+
 def test_a_hypothetical_move_changes_nothing():
     assert kind("I live in Portland.", "I might move to Denver if the job comes through.") \
         == "none"
