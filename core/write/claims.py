@@ -87,8 +87,8 @@ needing a cue."""
 
 RELATIONS = re.compile(
     r"\bmy (?:new |old |ex-?)?(sister|brother|mom|mother|dad|father|son|daughter|wife|husband|"
-    r"parents|grandparents|partner|friend|boss|colleague|coworker|manager|roommate|neighbou?r|cousin|aunt|uncle|grandma|grandpa|"
-    r"boyfriend|girlfriend|team|kids?)\b", re.IGNORECASE)
+    r"parents|grandparents|partner|friend|boss|colleague|coworker|manager|roommate|neighbou?r|"
+    r"cousin|aunt|uncle|grandma|grandpa|boyfriend|girlfriend|team|kids?)\b", re.IGNORECASE)
 _OBJECT = re.compile(r"\b(?:is|are|was|were|am|from|with|to|for|of|at|by|about)\s+$|"
                      r"\b(?:I|I'm|I've|I'd|I'll|we|we're|we've)\b", re.IGNORECASE)
 """Words before "my <relation>" that make it an object ("Sam is my boyfriend", "I eat eggs from
