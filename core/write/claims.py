@@ -14,12 +14,18 @@ from dataclasses import dataclass
 from ..text import STOP_WORDS as STOPWORDS
 
 _SPEAKER = re.compile(r"^([^\s:][^:\n]{0,40}):\s+")
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*|\s+(?:but|however|though|whereas)\s+",
+_SENTENCE = re.compile(r"(?<=[.!?;])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bSt\.)"
+                       r"(?<!\bProf\.)\s+|\s*\n\s*|\s+(?:but|however|though|whereas)\s+",
                        re.IGNORECASE)
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d,.:/]*%?")
+"""Sentence ends (not after a title: "Dr. Patel"), line breaks and contrasts."""
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*\d*[A-Za-z]*|[$€£]?\d[\d,.:/]*(?:%|[A-Za-z]+\b)?")
+"""Words, and numbers with what is glued to them ("$40", "20%", "6am"); "Q3" and "p95" are
+one word."""
+_CURRENCY = "$€£"
 _DATE_NOTE = re.compile(r"\s*\((?:the week of )?[^()]*\d{4}\)")
 """What `timeref.ground` adds after a relative time: the claim reads the words as said."""
 
+WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
 MONTHS = ("january february march april may june july august september october november "
           "december jan feb mar apr jun jul aug sep sept oct nov dec").split()
 
@@ -28,18 +34,23 @@ CUES = re.compile(
     r"moved|relocated|resched\w*|postponed|pushed (?:back|out)|delayed|brought forward|"
     r"updated?|new|newly|recently|latest|currently|these days|nowadays|increased|"
     r"decreased|raised|lowered|reduced|dropped|grown|grew|went (?:up|down)|gone (?:up|down)|"
-    r"adjusted|revised|extended|shortened|bumped|upped|quit|left|stopped|gave up|given up|"
+    r"adjusted|revised|extended|shortened|bumped|upped|cut|shifted|slipped|pushed|passed|hit|"
+    r"went back|as of|quit|left|stopped|gave up|given up|ended|"
     r"became|become|started|turned|got (?:a|an|my) new|cancel+ed|correction|scratch that|"
     r"from now on|going forward|at this point|so far|total of|reached|up to|down to)\b",
     re.IGNORECASE)
 """Words that say a fact is new or has changed."""
 
-ENDED = re.compile(r"\b(?:no longer|not any ?more|n't \w+ any ?more|stopped|quit|gave up|"
-                   r"given up|left|cancel+ed)\b", re.IGNORECASE)
+ENDED = re.compile(r"\b(?:no longer|stopped|quit|gave up|given up|left|ended|cancel+ed)\b|"
+                   r"(?:n't|\bnot|\bno)\b.*\bany ?more\b", re.IGNORECASE)
 """A state that ended: a change by itself, with no new value needed."""
+_REMAINING = re.compile(r"\b(?:\d[\d,.]*|nothing|none|much|any|few|some|little)\s+"
+                        r"(?:[\w'-]+\s+){0,2}left\b", re.IGNORECASE)
+""""Left" as what remains ("14 story points left"): neither an ending nor a change."""
 
 NEVER = re.compile(r"\b(?:never|not once|not ever|n't ever|none|nobody|no one)\b|"
-                   r"\b(?:have|has|had|do|does|did)(?:n't| not)\b", re.IGNORECASE)
+                   r"\b(?:have|has|had|do|does|did)(?:n't| not)\b|\b(?:have|has|had) no\b",
+                   re.IGNORECASE)
 """A denial: with no change cue, it contradicts the positive claim rather than updating it."""
 
 HYPOTHETICAL = re.compile(
@@ -59,14 +70,14 @@ FAMILIES = {
     "job": "work works working job position role employer company hired career profession "
            "occupation employed",
     "schedule": "scheduled schedule rescheduled reschedule meeting appointment webinar call "
-                "event deadline due date launch release postponed session booked",
+                "event deadline due date launch release postponed session booked flight "
+                "class lesson practice reservation cancel cancelled canceled",
     "diet": "diet eat eating eats vegan vegetarian pescatarian meat food allergic keto",
     "partner": "married dating partner girlfriend boyfriend wife husband single divorced "
                "engaged fiance fiancee",
     "preference": "like likes love loves prefer prefers favorite favourite enjoy enjoys hate "
                   "hates fan",
 }
-_FAMILY_OF = {w: name for name, ws in FAMILIES.items() for w in ws.split()}
 STATES = frozenset("vegan vegetarian pescatarian keto meat married single divorced engaged "
                    "dating retired unemployed freelance remote".split())
 """Words that are themselves the value of an attribute ("I'm vegetarian")."""
@@ -75,9 +86,18 @@ SINGLE_VALUED = frozenset({"residence", "job", "diet", "partner"})
 needing a cue."""
 
 RELATIONS = re.compile(
-    r"\bmy (sister|brother|mom|mother|dad|father|son|daughter|wife|husband|partner|friend|"
-    r"boss|colleague|coworker|manager|roommate|neighbou?r|cousin|aunt|uncle|grandma|grandpa|"
-    r"boyfriend|girlfriend|team|kids?)\b", re.IGNORECASE)
+    r"\bmy (?:new |old |ex-?)?(sister|brother|mom|mother|dad|father|son|daughter|wife|husband|"
+    r"parents|grandparents|partner|friend|boss|colleague|coworker|manager|roommate|neighbou?r|"
+    r"cousin|aunt|uncle|grandma|grandpa|boyfriend|girlfriend|team|kids?)\b", re.IGNORECASE)
+_OBJECT = re.compile(r"\b(?:is|are|was|were|am|from|with|to|for|of|at|by|about)\s+$|"
+                     r"\b(?:I|I'm|I've|I'd|I'll|we|we're|we've)\b", re.IGNORECASE)
+"""Words before "my <relation>" that make it an object ("Sam is my boyfriend", "I eat eggs from
+my neighbour's hens"): the sentence is then about the speaker, not the relation."""
+_REPORTED = re.compile(r"\b(?:think|thought|heard|guess|know|knew|said|told me|found out|"
+                       r"learned|learnt)\s+(?:that\s+)?$", re.IGNORECASE)
+"""Unless the speaker only reports it: "I heard my boss quit" is about the boss."""
+_WITH_ME = re.compile(r"\s+and (?:I|me)\b")
+""""My wife and I moved": the speaker's fact as much as the relation's."""
 _FIRST = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|we're|our)\b", re.IGNORECASE)
 _SECOND = re.compile(r"\b(?:you|you're|you've|your)\b", re.IGNORECASE)
 _ROLE = re.compile(r"\bas an? ((?:[a-z]+ ){0,2}[a-z]+)", re.IGNORECASE)
@@ -98,6 +118,8 @@ class Value:
     kind: str
     """"number", "date" or "name" (a place, person, role or other name)."""
     near: frozenset[str]
+    was: bool = False
+    """Named as the value being left ("moved from Leeds to York"): not a value it states."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,16 +160,29 @@ def _claim(sentence: str, speaker: str, speakers: list[str]) -> Claim:
     spans = _values(sentence, tokens, [m.start() for m in found])
     named = {v for v, _, _ in spans}
     topic_at = [_topics(t, named) for t in tokens]
+    for text, kind, at in spans:
+        if kind == "number" and " " in text and text[-1] not in _CURRENCY:
+            # the unit says what a number measures
+            topic_at[at + 1] = topic_at[at + 1] | {_stem(tokens[at + 1])}
+        elif kind == "date":
+            topic_at[at] = topic_at[at] | {"@schedule"}
     topics = frozenset().union(*topic_at)
     values = tuple(Value(text, kind, frozenset().union(*topic_at[max(0, at - _NEAR):
-                                                                 at + _NEAR + 1]))
+                                                                 at + _NEAR + 1]),
+                         at > 0 and tokens[at - 1].lower() == "from")
                    for text, kind, at in spans)
+    said = _REMAINING.sub("", sentence)
     return Claim(sentence, _subject(sentence, speaker, speakers), frozenset(topics), values,
-                 bool(CUES.search(sentence)), bool(ENDED.search(sentence)),
+                 bool(CUES.search(said)), bool(ENDED.search(said)),
                  bool(NEVER.search(sentence)), _hypothetical(sentence), len(tokens))
 
 
+_MAY_MONTH = re.compile(r"\bMay(?=\s+\d)|(?<=\w )May\b")
+""""May" before a day or inside a sentence: the month, not the modal verb."""
+
+
 def _hypothetical(sentence: str) -> bool:
+    sentence = _MAY_MONTH.sub("", sentence)
     return bool(HYPOTHETICAL.search(sentence)) or (
         bool(PLAN.search(sentence)) and not CUES.search(sentence))
 
@@ -159,10 +194,10 @@ _NEAR = 6
 def _topics(token: str, named: set[str]) -> frozenset[str]:
     """What a token says a claim is about: its stem, and its attribute family if any."""
     low = token.lower()
-    family = _FAMILY_OF.get(low)
+    family = _family(low)
     if low in named:
         return frozenset({"@" + family} if family else ())
-    if low in STOPWORDS or low in _GENERIC or low[0].isdigit() or low in MONTHS \
+    if low in STOPWORDS or low in _GENERIC or low.lstrip(_CURRENCY)[:1].isdigit() or low in MONTHS \
             or len(low) < 3:
         return frozenset()
     return frozenset({_stem(low), "@" + family} if family else {_stem(low)})
@@ -170,7 +205,9 @@ def _topics(token: str, named: set[str]) -> frozenset[str]:
 
 def _subject(sentence: str, speaker: str, speakers: list[str]) -> str:
     relation = RELATIONS.search(sentence)
-    if relation:
+    before = sentence[:relation.start()] if relation else ""
+    if relation and not _WITH_ME.match(sentence, relation.end()) and (
+            _REPORTED.search(before) or not _OBJECT.search(before)):
         return f"{speaker}'s {relation.group(1).lower()}"
     if _FIRST.search(sentence):
         return speaker
@@ -183,8 +220,8 @@ def _subject(sentence: str, speaker: str, speakers: list[str]) -> str:
 
 
 def _values(sentence: str, tokens: list[str], starts: list[int]) -> list[tuple[str, str, int]]:
-    """Numbers (with the unit after them), dates, roles and capitalised names, each with
-    its kind and token position."""
+    """Numbers (with the unit after them), dates (a month's day, a weekday, a time of day),
+    roles, states and capitalised names, each with its kind and token position."""
     out: list[tuple[str, str, int]] = []
     skip = set()
     for i, token in enumerate(tokens):
@@ -194,30 +231,60 @@ def _values(sentence: str, tokens: list[str], starts: list[int]) -> list[tuple[s
         if low in MONTHS[:12] and i + 1 < len(tokens) and tokens[i + 1][0].isdigit():
             out.append((f"{low} {tokens[i + 1].rstrip('.,')}", "date", i))
             skip.add(i + 1)
-        elif low in STATES:
-            out.append((low, "name", i))
-        elif token[0].isdigit():
-            out.append((token.rstrip(".,").replace(",", ""), "number", i))
+        elif low.rstrip("s") in WEEKDAYS or _TIME.fullmatch(low):
+            out.append((low.rstrip("s"), "date", i))
+        elif _stem(low) in _STATES:
+            out.append((_stem(low), "name", i))
+        elif token.lstrip(_CURRENCY)[:1].isdigit():
+            number = token.lstrip(_CURRENCY).rstrip(".,").replace(",", "")
+            unit = tokens[i + 1].lower() if i + 1 < len(tokens) else ""
+            if token[0] in _CURRENCY:
+                number = f"{number} {token[0]}"
+            elif unit.isalpha() and unit not in STOPWORDS and unit not in _GENERIC:
+                number = f"{number} {_stem(unit)}"
+            out.append((number, "number", i))
         elif i and token[0].isupper() and low not in _FAMILY_OF and low not in STOPWORDS \
                 and low not in MONTHS and token not in ("I", "I'm", "I've", "I'd", "I'll"):
             out.append((low, "name", i))
     for pattern in (_ROLE, _PLACE):
         for m in pattern.finditer(sentence):
-            at = sum(1 for s in starts if s < m.start(1))
-            out.append((m.group(1).strip().lower(), "name", at))
+            name = m.group(1).strip().lower()
+            if name.split()[0] not in MONTHS and name.rstrip("s") not in WEEKDAYS:
+                out.append((name, "name", sum(1 for s in starts if s < m.start(1))))
     return out
 
 
+_TIME = re.compile(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}:\d\d")
 _AGAIN = ("resched", "rebook", "rearrang", "relocat")
 """Verbs whose "re-" means "again": 'rescheduled' is about what was 'scheduled'."""
 
 
 def _stem(word: str) -> str:
-    """A crude English stem, enough to match 'scheduled' with 'rescheduled'."""
+    """A crude English stem, enough to match 'scheduled' with 'rescheduled' and 'smoke' with
+    'smoking': the inflection, a doubled last consonant and a final 'e' go."""
     word = word.lower().strip("'’-")
     if word.startswith(_AGAIN):
         word = word[2:]
     for suffix in ("ings", "ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+        if suffix == "es" and not word.endswith(("ses", "xes", "zes", "ches", "shes")):
+            continue  # "notes" is "note" + s, "boxes" is "box" + es
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            word = word[: -len(suffix)]
+            if word[-1] == word[-2] and word[-1] not in "aeiouls":
+                word = word[:-1]
+            break
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
+
+
+_FAMILY_OF = {w: name for name, ws in FAMILIES.items() for w in ws.split()}
+_STEMS: dict[str, set[str]] = {}
+for _name, _words in FAMILIES.items():
+    for _word in _words.split():
+        _STEMS.setdefault(_stem(_word), set()).add(_name)
+_FAMILY_OF_STEM = {stem: names.pop() for stem, names in _STEMS.items() if len(names) == 1}
+"""Attribute families by word, and by stem for other inflections ("jobs", "lived")."""
+_STATES = frozenset(_stem(w) for w in STATES)
+
+
+def _family(low: str) -> str | None:
+    return _FAMILY_OF.get(low) or _FAMILY_OF_STEM.get(_stem(low))

@@ -3,8 +3,9 @@
 Similarity alone cannot tell an update from a restatement (both are close), so the rules
 read claims (`claims.py`) and ask four questions of a new claim against an earlier one:
 - **subject**: is it the same person's fact (same speaker, or the same relation of theirs)?
-- **attribute**: is it about the same thing (a shared single-valued attribute such as where
-  one lives, or two shared topic words)?
+- **attribute**: is it about the same thing (a shared attribute family such as where one
+  lives, two shared topic words, or one that the new claim says ended or states a new value
+  near: "I quit smoking", "down to 76 kg")?
 - **value**: does it state a different value of it (a value of the same kind near the
   shared topic, present in one and not the other), or say the old state ended?
 - **cue**: does it say something changed ("now", "moved", "rescheduled", "no longer"), and
@@ -153,7 +154,8 @@ def _verdict(n: Claim, o: Claim, checks: frozenset[str]) -> str | None:
             _shares_thing(n, o, shared):
         return "conflicts"
     families = {t[1:] for t in shared if t.startswith("@")}
-    if "attribute" in checks and not families and len(shared) + len(_names(n) & _names(o)) < 2:
+    if "attribute" in checks and not families and len(shared) + len(_same_names(n, o)) < 2 \
+            and not (shared and (n.ended or _new_value(n, o))):
         return None
     if "value" in checks and not (_new_value(n, o) or (n.ended and not o.ended)):
         return None
@@ -165,26 +167,43 @@ def _verdict(n: Claim, o: Claim, checks: frozenset[str]) -> str | None:
 def _shares_thing(n: Claim, o: Claim, shared: frozenset[str]) -> bool:
     """Whether a denial and a positive claim deny and state the same thing: a shared name,
     or two shared topic words."""
-    return bool(_names(n) & _names(o)) or len({t for t in shared if not t.startswith("@")}) >= 2
+    return bool(_same_names(n, o)) or len({t for t in shared if not t.startswith("@")}) >= 2
 
 
 def _names(claim: Claim) -> set[str]:
     return {v.text for v in claim.values if v.kind == "name"}
 
 
+def _same_names(n: Claim, o: Claim) -> set[str]:
+    """Names both claims hold; a name that opens a sentence ("Laura and I met") is read as a
+    topic word, so a name of one claim also matches a topic of the other."""
+    return (_names(n) & (_names(o) | o.topics)) | (_names(o) & n.topics)
+
+
 def _new_value(n: Claim, o: Claim) -> bool:
     """Whether the new claim states a value of the same kind and about the same topic as
-    one of the old claim's, that the old claim does not state (and the reverse)."""
-    old_texts = {v.text for v in o.values}
-    new_texts = {v.text for v in n.values}
+    one of the old claim's, that the old claim does not state (and the reverse); a value
+    the new claim names as left ("from Leeds") is not one it states."""
+    old_texts = {v.text for v in o.values if not v.was}
+    new_texts = {v.text for v in n.values if not v.was}
     for nv in n.values:
-        if nv.text in old_texts:
+        if nv.was or nv.text in old_texts:
             continue
         for ov in o.values:
-            if ov.kind == nv.kind and ov.text not in new_texts and (
+            if ov.kind == nv.kind and ov.text not in new_texts and _same_unit(nv, ov) and (
                     _attribute_value(nv, ov) or _same_topic(nv, ov)):
                 return True
     return False
+
+
+def _same_unit(nv: Value, ov: Value) -> bool:
+    """Numbers are values of one attribute only in the same unit ("$40" is not a count of
+    requests; "2,000 newsletter subscribers" counts subscribers); a number without a unit
+    may be either."""
+    if nv.kind != "number" or " " not in nv.text or " " not in ov.text:
+        return True
+    new_unit, old_unit = nv.text.split(" ", 1)[1], ov.text.split(" ", 1)[1]
+    return new_unit == old_unit or new_unit in ov.near or old_unit in nv.near
 
 
 def _attribute_value(nv: Value, ov: Value) -> bool:
