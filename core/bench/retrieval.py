@@ -136,7 +136,7 @@ def summary(dataset: str, convs: list[Conversation], product: dict[str, Any]) ->
 
 def command_line(args: argparse.Namespace) -> str:
     """The `rmm bench retrieval` command of this run, without where its outputs went."""
-    parts = ["rmm bench retrieval", "--dataset", args.dataset, "--data", args.data]
+    parts = ["rmm bench retrieval", "--dataset", args.dataset, "--data", shlex.quote(args.data)]
     if args.convs:
         parts += ["--convs", args.convs]
     if args.baselines != DEFAULT_UNITS:
@@ -146,7 +146,7 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
-def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dict[str, float]:
+def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dict[str, Any]:
     """Ingest every conversation through the public API and score `search` rankings."""
     embedder = default_embedder(settings.get("embedding_model"))
     tally, dated = Tally(), []
