@@ -45,7 +45,8 @@ def _conversation(folder: Path) -> Conversation:
                 skipped += 1
                 continue
             answer = next((str(item[k]) for k in _ANSWER_KEYS if k in item), "")
-            questions.append(Question(item["question"], answer, evidence, kind))
+            questions.append(Question(item["question"], answer, evidence, kind,
+                                      _sides(item.get("source_chat_ids"), known)))
     return Conversation(f"beam-{folder.name}", ("user", "assistant"), sessions, questions,
                         skipped=skipped)
 
@@ -64,6 +65,15 @@ def _probing_questions(folder: Path) -> dict[str, list[dict]]:
         if (folder / name).is_file():
             return json.loads((folder / name).read_text())
     raise FileNotFoundError(f"no probing_questions.json in {folder}")
+
+
+def _sides(ids: Any, known: set[str]) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The named id lists of a dict `source_chat_ids` (e.g. `original_info`, `updated_info`),
+    kept apart for the probe metrics; a plain list has no sides."""
+    if not isinstance(ids, dict):
+        return ()
+    return tuple((str(key), frozenset(map(str, _flatten(value))) & known)
+                 for key, value in ids.items())
 
 
 def _flatten(ids: Any) -> list[Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..errors import InvalidInputError
 from .beam import load_beam
 from .jsonl import load_jsonl
-from .locomo import load_locomo
+from .locomo import CATEGORY_NAMES, load_locomo
 from .records import Conversation
 
 Loader = Callable[[str | Path, list[int] | None], list[Conversation]]
@@ -25,3 +25,6 @@ def load(dataset: str, path: str | Path, select: list[int] | None = None) -> lis
     if dataset not in LOADERS:
         raise InvalidInputError(f"unknown dataset {dataset!r}; choose one of {sorted(LOADERS)}")
     return LOADERS[dataset](path, select)
+
+CATEGORY_LABELS: dict[str, dict[str, str]] = {"locomo": CATEGORY_NAMES}
+"""Dataset -> how its question categories are named in the figures (others: as they are)."""

@@ -12,6 +12,10 @@ from .records import Conversation, Question, Session, ingest, pick
 
 __all__ = ["Conversation", "Question", "Session", "ingest", "load_locomo"]
 
+CATEGORY_NAMES = {"1": "1 multi-hop", "2": "2 temporal", "3": "3 open-domain",
+                  "4": "4 single-hop"}
+"""LoCoMo's question categories as its evaluation names them (5, adversarial, is left out)."""
+
 _EVIDENCE = re.compile(r"D\d+:\d+")
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y")
 

@@ -1,8 +1,10 @@
-"""Retrieval metrics of DESIGN.md: R_any@k, R_all@k and the strict word-budgeted Rtok@B."""
+"""Retrieval metrics of DESIGN.md: R_any@k, R_all@k and the strict word-budgeted Rtok@B, and
+two probe metrics on evidence in named parts (update first, both sides)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
 RankedUnit = tuple[str, Sequence[str]]
 """A retrieved unit as measured: (text put into context, ids of its source turns)."""
@@ -63,3 +65,57 @@ def score_question(ranked: Sequence[RankedUnit], gold: Iterable[str]) -> dict[st
         "R_all@5": r_all(ranked, gold, 5),
         **{f"Rtok@{b}": r_tok(ranked, gold, b) for b in BUDGETS},
     }
+
+
+CATEGORY_METRICS = ("R_any@5", "Rtok@1000", "Rtok@2000")
+"""The columns reported per question category."""
+
+PROBE_BUDGET = 1000
+"""Words of context the probe metrics look at (strict, as Rtok)."""
+
+
+def _in_context(ranked: Sequence[RankedUnit], budget: int) -> list[set[str]]:
+    """Refs of each hit that `fitting` takes within `budget` words, in rank order."""
+    taken, _ = fitting(ranked, budget)
+    return [set(refs) for _, refs in ranked[:taken]]
+
+
+def update_first(ranked: Sequence[RankedUnit], original: Iterable[str], updated: Iterable[str],
+                 budget: int = PROBE_BUDGET) -> float:
+    """1 when, in rank order of the hits that fit `budget`, an updated turn comes before any
+    original one: a reader meets the new fact first. A hit holding both counts (its turns
+    are in order, the update last); a turn that is both original and updated counts as the
+    update; no updated turn in the budget counts 0."""
+    updated = set(updated)
+    original = set(original) - updated
+    for refs in _in_context(ranked, budget):
+        if refs & updated:
+            return 1.0
+        if refs & original:
+            return 0.0
+    return 0.0
+
+
+def both_sides(ranked: Sequence[RankedUnit], first: Iterable[str], second: Iterable[str],
+               budget: int = PROBE_BUDGET) -> float:
+    """1 when a turn of each of two contradicting statements is in the hits that fit
+    `budget`: a reader can see the contradiction."""
+    covered = set().union(*_in_context(ranked, budget))
+    return float(bool(covered & set(first)) and bool(covered & set(second)))
+
+
+class Probe(NamedTuple):
+    """A metric on the two named parts of a probe's evidence."""
+
+    column: str
+    metric: Callable[[Sequence[RankedUnit], Iterable[str], Iterable[str]], float]
+    sides: tuple[str, str]
+
+
+PROBES: dict[str, Probe] = {
+    "knowledge_update": Probe(f"update first@{PROBE_BUDGET}", update_first,
+                              ("original_info", "updated_info")),
+    "contradiction_resolution": Probe(f"both sides@{PROBE_BUDGET}", both_sides,
+                                      ("first_statement", "second_statement")),
+}
+"""Question category (BEAM's probe types) -> its probe metric and the parts it reads."""

@@ -28,6 +28,13 @@ class Question:
     answer: str
     evidence: frozenset[str]
     category: int | str
+    sides: tuple[tuple[str, frozenset[str]], ...] = ()
+    """Named parts of the evidence where the dataset tells them apart (BEAM: `original_info`
+    and `updated_info`, `first_statement` and `second_statement`)."""
+
+    def side(self, name: str) -> frozenset[str]:
+        """The evidence turns of one named part (empty when the question has no such part)."""
+        return next((ids for key, ids in self.sides if key == name), frozenset())
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,21 @@ from ..ops.commands import BAD_DATA
 from ..ops.progress import progress
 from ..write.units import passages
 from .baselines import RETRIEVERS, UNITS, FixedUnits, build_units
-from .datasets import LOADERS, load
+from .datasets import CATEGORY_LABELS, LOADERS, load
 from .dates import calendar_date, date_in_context
-from .metrics import BUDGETS, METRICS, RankedUnit, fitting, score_question
+from .metrics import BUDGETS, RankedUnit, fitting
 from .records import Conversation, ingest
+from .report import (
+    PRODUCT,
+    category_table,
+    format_table,
+    markdown_section,
+    probe_columns,
+    probe_table,
+    text_table,
+    write_markdown,
+)
+from .tally import Tally
 
 PACE_WORDS = 20_000
 """Words of passages the embedder encodes alone, for the ingest/embedder ratio."""
@@ -36,7 +47,7 @@ HIT_DEPTH = 10
 """Words per hit are counted over each question's top hits, as many as R_any@10 looks at."""
 EVENT_DATE = "event date@1000"
 """Questions whose answer is one calendar date: that date written in the first 1,000 words."""
-SIZE_COLUMNS = ("words/hit p50", "words/hit p95", "words/unit")
+DEFAULT_UNITS = ",".join(UNITS)
 
 
 def parse_range(spec: str) -> list[int]:
@@ -58,10 +69,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="conversation positions in the dataset's order, e.g. 0-4 or 0,2 "
                              "(BEAM is in numeric order: 0 is conversation 1)")
     parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
-    parser.add_argument("--baselines", default=",".join(UNITS),
-                        help=f"fixed units to compare, of {sorted(UNITS)}; '' for none")
+    parser.add_argument("--baselines", default=DEFAULT_UNITS,
+                        help=f"fixed units to compare, of {list(UNITS)} (turn windows, "
+                             f"sessions, passages of at most 60 or 100 words within each "
+                             f"turn); '' for none")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="MemoryConfig override for the product pipeline (repeatable)")
+    parser.add_argument("--markdown", default=None, metavar="PATH",
+                        help="write the figures as a markdown section (command, date, "
+                             "machine) into PATH, replacing this dataset's previous section "
+                             "(e.g. docs/benchmarks.md)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,32 +87,69 @@ def run(args: argparse.Namespace) -> int:
     except (InvalidInputError, FileNotFoundError) as exc:
         print(f"rmm bench: cannot read {args.data} as {args.dataset}: {exc}", file=sys.stderr)
         return BAD_DATA
+    units = [u for u in args.baselines.split(",") if u]
+    unknown = sorted(set(units) - set(UNITS))
+    if unknown:
+        print(f"rmm bench: unknown baseline unit(s) {unknown}; choose among {list(UNITS)}",
+              file=sys.stderr)
+        return BAD_DATA
     settings = dict(parse_setting(s) for s in args.set)
-    rows = {"rmm (default)": evaluate_product(convs, settings)}
-    for unit in [u for u in args.baselines.split(",") if u]:
+    rows = {PRODUCT: evaluate_product(convs, settings)}
+    for unit in units:
         rows.update(evaluate_baselines(convs, unit))
-    print(f"{args.dataset}: {len(convs)} conversations, "
-          f"{sum(len(c.questions) for c in convs)} questions with gold evidence "
-          f"({sum(c.skipped for c in convs)} left out: no evidence, or adversarial)")
+    labels = CATEGORY_LABELS.get(args.dataset, {})
+    notes = summary(args.dataset, convs, rows[PRODUCT])
+    print(notes[0])
     print(format_table(rows))
-    product = rows["rmm (default)"]
-    if product["date questions"]:
-        print(f"rmm event date in context@1000: {product[EVENT_DATE]:.1f} % of the "
-              f"{product['date questions']} questions whose answer is one calendar date")
-    print(f"rmm ingest: {product['ingest s']:.1f} s, {product['ingest turns/s']:.0f} turns/s, "
-          f"{product['ingest words/s']:.0f} words/s (the embedder alone on passages of the same "
-          f"turns, this run: {product['embedder words/s']:.0f} words/s, ratio "
-          f"{product['ingest words/s'] / product['embedder words/s']:.2f}); search (k=5) p50 "
-          f"{product['search p50 ms']:.1f} ms, p95 {product['search p95 ms']:.1f} ms")
+    print("\nper question category (the product and the best baseline by Rtok@1000):")
+    print(text_table(category_table(rows, labels)))
+    if probe_columns(rows):
+        print("\nprobes (strict, first 1,000 words):")
+        print(text_table(probe_table(rows)))
+    print("\n".join(["", *notes[1:]]))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(rows, indent=2))
+    if args.markdown:
+        write_markdown(args.markdown, args.dataset, markdown_section(
+            args.dataset, command_line(args), rows, notes, labels))
     return 0
 
 
-def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dict[str, float]:
+def summary(dataset: str, convs: list[Conversation], product: dict[str, Any]) -> list[str]:
+    """The run's lines of prose: what was measured, then the product's date and speed
+    figures."""
+    lines = [f"{dataset}: {len(convs)} conversations, "
+             f"{sum(len(c.questions) for c in convs)} questions with gold evidence "
+             f"({sum(c.skipped for c in convs)} left out: no evidence, or adversarial)."]
+    if product["date questions"]:
+        lines.append(f"rmm event date in context@1000: {product[EVENT_DATE]:.1f} % of the "
+                     f"{product['date questions']} questions whose answer is one calendar "
+                     f"date.")
+    lines.append(
+        f"rmm ingest: {product['ingest s']:.1f} s, {product['ingest turns/s']:.0f} turns/s, "
+        f"{product['ingest words/s']:.0f} words/s (the embedder alone on passages of the same "
+        f"turns, this run: {product['embedder words/s']:.0f} words/s, ratio "
+        f"{product['ingest words/s'] / product['embedder words/s']:.2f}); search (k=5) p50 "
+        f"{product['search p50 ms']:.1f} ms, p95 {product['search p95 ms']:.1f} ms.")
+    return lines
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The `rmm bench retrieval` command of this run, without where its outputs went."""
+    parts = ["rmm bench retrieval", "--dataset", args.dataset, "--data", shlex.quote(args.data)]
+    if args.convs:
+        parts += ["--convs", args.convs]
+    if args.baselines != DEFAULT_UNITS:
+        parts += ["--baselines", shlex.quote(args.baselines)]
+    for setting in args.set:
+        parts += ["--set", shlex.quote(setting)]
+    return " ".join(parts)
+
+
+def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dict[str, Any]:
     """Ingest every conversation through the public API and score `search` rankings."""
     embedder = default_embedder(settings.get("embedding_model"))
-    per_q: dict[str, list[float]] = defaultdict(list)
+    tally, dated = Tally(), []
     ingest_s, n_turns, n_words, latencies, unit_words = 0.0, 0, 0, [], []
     hit_words: list[int] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -114,15 +168,13 @@ def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dic
                 latencies.append(time.perf_counter() - t0)
                 ranked = rank_product(mem, conv.sample_id, q.question)
                 hit_words += [len(text.split()) for text, _ in ranked[:HIT_DEPTH]]
-                for name, value in score_question(ranked, q.evidence).items():
-                    per_q[name].append(value)
+                tally.add(ranked, q)
                 day = calendar_date(q.answer)
                 if day is not None:
-                    per_q[EVENT_DATE].append(date_in_context(ranked, day))
+                    dated.append(date_in_context(ranked, day))
         pace = embedder_pace(embedder, convs, unit_budget(mem.config))
         mem.close()
-    dated = per_q[EVENT_DATE]
-    return {**{name: 100 * float(np.mean(per_q[name])) for name in METRICS},
+    return {**tally.row(),
             **sizes(hit_words, unit_words),
             EVENT_DATE: 100 * float(np.mean(dated)) if dated else float("nan"),
             "date questions": len(dated),
@@ -150,10 +202,10 @@ def embedder_pace(embedder: Embedder, convs: list[Conversation], max_words: int)
     return words / max(time.perf_counter() - t0, 1e-9)
 
 
-def evaluate_baselines(convs: list[Conversation], unit: str) -> dict[str, dict[str, float]]:
+def evaluate_baselines(convs: list[Conversation], unit: str) -> dict[str, dict[str, Any]]:
     """Rows `unit/bm25`, `unit/dense`, `unit/fused` for one fixed unit."""
     embedder = default_embedder()
-    per_q: dict[str, dict[str, list[float]]] = {r: defaultdict(list) for r in RETRIEVERS}
+    tallies = {r: Tally() for r in RETRIEVERS}
     hit_words: dict[str, list[int]] = {r: [] for r in RETRIEVERS}
     words: list[int] = []
     for conv in progress(convs, desc=f"{unit} baselines", unit="conversation"):
@@ -162,11 +214,9 @@ def evaluate_baselines(convs: list[Conversation], unit: str) -> dict[str, dict[s
         for retriever, rankings in rank_units(units, conv, embedder).items():
             for q, ranked in zip(conv.questions, rankings):
                 hit_words[retriever] += [len(text.split()) for text, _ in ranked[:HIT_DEPTH]]
-                for name, value in score_question(ranked, q.evidence).items():
-                    per_q[retriever][name].append(value)
-    return {f"{unit}/{r}": {**{n: 100 * float(np.mean(v[n])) for n in METRICS},
-                            **sizes(hit_words[r], words)}
-            for r, v in per_q.items()}
+                tallies[retriever].add(ranked, q)
+    return {f"{unit}/{r}": {**tally.row(), **sizes(hit_words[r], words)}
+            for r, tally in tallies.items()}
 
 
 def sizes(hit_words: list[int], unit_words: list[int]) -> dict[str, float]:
@@ -196,15 +246,6 @@ def rank_units(units: FixedUnits, conv: Conversation, embedder: Embedder,
                          for i in units.rank(retriever, q.question, qv, depth)]
                         for q, qv in zip(conv.questions, query_vecs)]
             for retriever in RETRIEVERS}
-
-
-def format_table(rows: dict[str, dict[str, float]]) -> str:
-    columns = [*METRICS, *SIZE_COLUMNS]
-    head = f"{'pipeline':<16}" + "".join(f"{c:>14}" for c in columns)
-    lines = [head, "-" * len(head)]
-    for name, row in rows.items():
-        lines.append(f"{name:<16}" + "".join(f"{row[c]:>14.1f}" for c in columns))
-    return "\n".join(lines)
 
 
 def parse_setting(text: str) -> tuple[str, Any]:
