@@ -102,7 +102,8 @@ class ReflectiveMemory:
         self._reranker = LearnedReranker(store, self.config, cache=self._cache)
         self._search = Searcher(store, self.embedder, self.config, self._indexes,
                                 self._reranker, self._weights)
-        self._supersede = Supersession(store, self._search.similar) \
+        self._supersede = Supersession(store, self._search.similar,
+                                       assistants=self.config.assistant_speakers) \
             if self.config.supersession else None
         self._reflector.supersede = self._supersede
         self._ingest = Ingestor(store, self.config, self._reflector)

@@ -9,6 +9,7 @@ with their units, dates, names, "as a <role>").
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ..text import STOP_WORDS as STOPWORDS
@@ -139,16 +140,54 @@ class Claim:
     words: int
 
 
-def claims(text: str, speakers: list[str]) -> list[Claim]:
-    """The claims of a memory's text (lines of `speaker: words`, or one speaker's words)."""
+_NOT_PROSE = re.compile(r"^\s*(?:#|\||>|```|(?:def|class|import|from|return|if|for|elif|"
+                       r"else|try|except|with|const|let|var|function|SELECT|INSERT)\b)|"
+                       r"[{};]\s*$|\w\(.*\)\s*$|\w\s*=\s*\S|\w\.\w+\(|</?\w+>")
+"""Code, markup and headings: they state no fact about a person."""
+
+
+_PROSE_CHARS = frozenset(" ,.;:!?'’\"-–—$€£%/&")
+
+
+def _prose(line: str) -> bool:
+    """Whether a line reads as prose: almost all letters, digits and sentence punctuation
+    (code, tables and markup are dense in brackets, operators and underscores)."""
+    chars = [c for c in line if not c.isspace()]
+    odd = sum(1 for c in chars if not c.isalnum() and c not in _PROSE_CHARS)
+    return odd <= max(2, 0.04 * len(chars))
+
+
+_RESTATED = re.compile(r"(?:you (?:said|mentioned|told me|noted|shared)|your)\b", re.IGNORECASE)
+"""How an assistant restates the user's own facts ("Your report is due on May 31"): the
+only words of a skipped speaker that make claims."""
+
+
+def claims(text: str, speakers: list[str], *,
+           skip: Collection[str] = ("assistant",)) -> list[Claim]:
+    """The claims of a memory's text (lines of `speaker: words`, or one speaker's words).
+
+    Lines of the `skip` speakers (an assistant's advice is no fact about the user) make
+    claims only where they restate the user's facts; lines of code or markup, fenced or
+    not, make none."""
     out = []
+    skipped = {s.casefold() for s in skip}
     default = speakers[0] if len(speakers) == 1 else "user"
+    speaker, fenced = default, False
     for line in text.splitlines():
         match = _SPEAKER.match(line)
         named = match.group(1).strip() if match else None
-        speaker = named if named in speakers else default
+        if named in speakers:  # a line without a name goes on with the last speaker's turn
+            speaker, fenced = named, False
         body = line[match.end():] if named in speakers else line
+        if body.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or _NOT_PROSE.search(body) or not _prose(body):
+            continue
+        aside = speaker.casefold() in skipped
         for sentence in _SENTENCE.split(_DATE_NOTE.sub("", body)):
+            if aside and not _RESTATED.match(sentence.strip()):
+                continue
             if sentence and len(sentence.split()) >= 2:
                 out.append(_claim(sentence.strip(), speaker, speakers))
     return out

@@ -42,11 +42,15 @@ words; below it, in part."""
 
 
 def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
-                 off: Collection[str] = ()) -> list[FactChange]:
+                 off: Collection[str] = (),
+                 assistants: Collection[str] = ("assistant",)) -> list[FactChange]:
     """The changes `new` memories make to `earlier` ones and to each other (a memory can
-    only change one said before it); a memory already superseded is not changed again."""
+    only change one said before it); a memory already superseded is not changed again.
+    What `assistants` say makes and loses no claims: the facts are the people's."""
     checks = frozenset(SIGNALS) - frozenset(off)
-    parsed = {m.id: _claims(m.text, tuple(m.speakers or ["user"])) for m in [*earlier, *new]}
+    skip = tuple(sorted(assistants))
+    parsed = {m.id: _claims(m.text, tuple(m.speakers or ["user"]), skip)
+              for m in [*earlier, *new]}
     taken = {m.id for m in earlier if m.superseded_by}
     out: list[FactChange] = []
     ordered = sorted(new, key=_moment)
@@ -70,9 +74,9 @@ def _moment(memory: Memory) -> datetime:
 
 
 @lru_cache(maxsize=8192)
-def _claims(text: str, speakers: tuple[str, ...]) -> list[Claim]:
+def _claims(text: str, speakers: tuple[str, ...], skip: tuple[str, ...]) -> list[Claim]:
     """`claims`, cached: an earlier memory is compared with every new one near it."""
-    return claims(text, list(speakers))
+    return claims(text, list(speakers), skip=skip)
 
 
 Similar = Callable[[str, Memory, np.ndarray, int], list[str]]
@@ -85,8 +89,10 @@ class Supersession:
     memory's nearest stored memories of the same scope (metadata), by meaning and by words;
     the rules decide (`find_changes`); the store records it (`Store.record_changes`)."""
 
-    def __init__(self, store: Store, similar: Similar, *, candidates: int = 24) -> None:
+    def __init__(self, store: Store, similar: Similar, *, candidates: int = 24,
+                 assistants: Collection[str] = ("assistant",)) -> None:
         self.store, self.similar, self.candidates = store, similar, candidates
+        self.assistants = tuple(assistants)
 
     def __call__(self, user_id: str, new: Sequence[Memory],
                  known: Sequence[FactChange] = ()) -> list[Memory]:
@@ -97,8 +103,8 @@ class Supersession:
             return []
         try:
             decided = {c.old_id for c in known}
-            changes = [*known, *(c for c in find_changes(new, self._earlier(user_id, new))
-                                 if c.old_id not in decided)]
+            found = find_changes(new, self._earlier(user_id, new), assistants=self.assistants)
+            changes = [*known, *(c for c in found if c.old_id not in decided)]
             return self.store.record_changes(user_id, changes) if changes else []
         except Exception:
             log.warning("finding what %d new memories supersede failed; they are kept as "
@@ -134,7 +140,7 @@ def _compare(new: Memory, new_claims: list[Claim], old: Memory, old_claims: list
     signals = tuple(sorted(checks))
     if changed:
         words = sum(c.words for c in changed)
-        total = sum(c.words for c in old_claims) or 1
+        total = len(old.text.split()) or 1
         part = None if words >= WHOLE * total else " ".join(c.text for c in changed)
         return FactChange(old.id, new.id, new.valid_from, "supersedes", part, " ".join(by),
                           signals)
@@ -214,5 +220,8 @@ def _attribute_value(nv: Value, ov: Value) -> bool:
 
 
 def _same_topic(nv: Value, ov: Value) -> bool:
-    """Values near at least one shared topic word (not just an attribute family)."""
-    return any(not t.startswith("@") for t in nv.near & ov.near)
+    """Values near a shared topic word (not just an attribute family): one for numbers and
+    dates, two for names (a name near one shared word is as often a different thing:
+    "Flask" and "CRUD" both near "budget tracker")."""
+    shared = sum(1 for t in nv.near & ov.near if not t.startswith("@"))
+    return shared >= (2 if nv.kind == "name" else 1)
