@@ -49,61 +49,50 @@ def note(memory: Memory) -> str:
 
 def conflict_note(memory: Memory, dates: dict[str, datetime]) -> str:
     """The words a hit adds when another memory contradicts it ('' when none does)."""
-    when = sorted(format_date(dates[c]) for c in memory.conflicts if c in dates)
     if not memory.conflicts:
         return ""
+    when = sorted({format_date(dates[c]) for c in memory.conflicts if c in dates})
     return " (contradicted by what was said " + (f"on {', '.join(when)}" if when else
                                                  "elsewhere") + ": ask which holds)"
 
 
-def arrange(hits: Sequence[MemoryHit], fetch: Callable[[list[str]], list[Memory]],
-            text_of: Callable[[Memory], str], *, k: int, current_first: bool
-            ) -> list[MemoryHit]:
-    """The hits with, when `current_first`, each superseded memory's successor (the current
-    end of its chain, fetched if no hit holds it) right before it, and each contradicted
-    memory's counterpart right after it; at most `k`, every text noting its validity."""
-    by_id = {h.memory.id: h.memory for h in hits}
-    wanted = [i for h in hits for i in (
-        [h.memory.superseded_by] if current_first and h.memory.superseded_by else []) +
-        h.memory.conflicts if i not in by_id]
-    for _ in range(4):  # successors of successors, a short chain at most
-        if not wanted:
-            break
-        found = fetch(list(dict.fromkeys(wanted)))
-        by_id.update((m.id, m) for m in found)
-        wanted = [m.superseded_by for m in found
-                  if current_first and m.superseded_by and m.superseded_by not in by_id]
-    score_of = {h.memory.id: h.score for h in hits}
-    order: list[tuple[Memory, float]] = []
+def arrange(hits: Sequence[MemoryHit], text_of: Callable[[Memory], str], *,
+            current_first: bool) -> list[MemoryHit]:
+    """The same hits with, when `current_first`, each superseded memory's successor (the
+    current end of its chain among the hits) moved right before it, and each contradicted
+    memory's counterpart right after it; every text noting its validity. A successor the
+    search did not keep is not brought in: the note quotes what it changed."""
+    by_id = {h.memory.id: h for h in hits}
+    order: list[MemoryHit] = []
     placed: set[str] = set()
 
-    def put(memory: Memory, score: float) -> None:
-        if memory.id not in placed:
-            placed.add(memory.id)
-            order.append((memory, score_of.get(memory.id, score)))
+    def put(hit: MemoryHit) -> None:
+        if hit.memory.id not in placed:
+            placed.add(hit.memory.id)
+            order.append(hit)
 
     for hit in hits:
         if current_first:
             for successor in reversed(_chain(hit.memory, by_id)):
-                put(successor, hit.score)
-        put(hit.memory, hit.score)
+                put(successor)
+        put(hit)
         for other in hit.memory.conflicts:
             if other in by_id:
-                put(by_id[other], hit.score)
-    dates = {m.id: m.valid_from for m in by_id.values()}
-    text = {h.memory.id: h.text for h in hits}
-    return [MemoryHit(m, score, (text.get(m.id) or text_of(m)) + note(m) +
-                      conflict_note(m, dates), rank)
-            for rank, (m, score) in enumerate(order[:k])]
+                put(by_id[other])
+    dates = {h.memory.id: h.memory.valid_from for h in hits}
+    return [MemoryHit(h.memory, h.score, (h.text or text_of(h.memory)) + note(h.memory) +
+                      conflict_note(h.memory, dates), rank)
+            for rank, h in enumerate(order)]
 
 
-def _chain(memory: Memory, by_id: dict[str, Memory]) -> list[Memory]:
-    """The memories that superseded `memory`, nearest first."""
-    out: list[Memory] = []
+def _chain(memory: Memory, by_id: dict[str, MemoryHit]) -> list[MemoryHit]:
+    """The hits whose memories superseded `memory`, nearest first."""
+    out: list[MemoryHit] = []
     at = memory
     while at.superseded_by in by_id and len(out) < 5:
-        at = by_id[at.superseded_by]
-        if at in out or at.id == memory.id:
+        hit = by_id[at.superseded_by]
+        if hit in out or hit.memory.id == memory.id:
             break
-        out.append(at)
+        out.append(hit)
+        at = hit.memory
     return out
