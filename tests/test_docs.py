@@ -36,7 +36,7 @@ CONFIG_GROUPS: dict[str, list[str]] = {
     "Retrieval": ["embedding_model", "candidates", "max_query_chars", "lexical_weight",
                   "dense_weight", "turn_weight", "neighbour_smoothing", "turn_vectors",
                   "memory_vector", "context_dates", "assistant_weight", "assistant_speakers",
-                  "immediate_recall"],
+                  "immediate_recall", "supersession"],
     "LLM-free memories": ["max_hit_words", "segment_window", "segment_cutoff",
                           "segment_min_turns", "segment_max_turns", "merge_threshold"],
     "Stages and the LLM": ["segmentation", "extraction", "compression", "reconciliation",
