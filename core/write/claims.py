@@ -49,10 +49,13 @@ _REMAINING = re.compile(r"\b(?:\d[\d,.]*|nothing|none|much|any|few|some|little)\
                         r"(?:[\w'-]+\s+){0,2}left\b", re.IGNORECASE)
 """"Left" as what remains ("14 story points left"): neither an ending nor a change."""
 
-NEVER = re.compile(r"\b(?:never|not once|not ever|n't ever|none|nobody|no one)\b|"
-                   r"\b(?:have|has|had|do|does|did)(?:n't| not)\b|\b(?:have|has|had) no\b",
+NEVER = re.compile(r"(?<!will )(?<!'ll )(?<!would )(?<!'d )(?<!can )(?<!could )"
+                   r"\b(?:never(?! mind| forget)|not once|not ever|n't ever|nobody|no one)\b|"
+                   r"\b(?:have|has|had)(?:n't| not) (?:ever|once)\b|\b(?:have|has|had) no\b",
                    re.IGNORECASE)
-"""A denial: with no change cue, it contradicts the positive claim rather than updating it."""
+"""A denial: with no change cue, it contradicts the positive claim rather than updating it.
+Only a whole denial of a fact ("never", "have no"): chat is full of "I don't know",
+"didn't expect" and "I'll never forget it" that deny nothing a memory states."""
 
 HYPOTHETICAL = re.compile(
     r"\b(?:might|may|maybe|perhaps|could|would|should|if|whether|wish|someday|one day|"
@@ -107,7 +110,9 @@ _GENERIC = frozenset(
     "trying help want make sure need know think really just also get got going like able "
     "thing things way lot bit good great well much many sure yes yeah okay ok thanks thank "
     "hi hello one two still already currently recently now new actually time today "
-    "i'm i've i'd i'll it's that's there's don't didn't doesn't can't won't isn't".split())
+    "i'm i've i'd i'll it's that's there's don't didn't doesn't can't won't isn't "
+    "using use used set setting done looking noticed implement implementing implemented "
+    "working trying tried currently around project".split())
 """Words too common in chat to say two claims are about the same thing."""
 
 
@@ -135,9 +140,14 @@ class Claim:
     values: tuple[Value, ...]
     cue: bool
     ended: bool
-    denial: bool
+    denied: frozenset[str]
+    """What a denial denies: the topics and names just after "never" (empty: no denial)."""
     hypothetical: bool
     words: int
+
+    @property
+    def denial(self) -> bool:
+        return bool(self.denied)
 
 
 _NOT_PROSE = re.compile(r"^\s*(?:#|\||>|```|(?:def|class|import|from|return|if|for|elif|"
@@ -196,13 +206,16 @@ def claims(text: str, speakers: list[str], *,
 def _claim(sentence: str, speaker: str, speakers: list[str]) -> Claim:
     found = list(_WORD.finditer(sentence))
     tokens = [m.group() for m in found]
-    spans = _values(sentence, tokens, [m.start() for m in found])
+    spans = [v for v in _values(sentence, tokens, [m.start() for m in found])
+             if v[0] not in {s.casefold() for s in speakers}]  # "Thanks, Mel!" names no value
     named = {v for v, _, _ in spans}
     topic_at = [_topics(t, named) for t in tokens]
     for text, kind, at in spans:
         if kind == "number" and " " in text and text[-1] not in _CURRENCY:
-            # the unit says what a number measures
-            topic_at[at + 1] = topic_at[at + 1] | {_stem(tokens[at + 1])}
+            # the unit (after it) or the thing versioned (before it) says what it measures
+            near = at + 1 if at + 1 < len(tokens) and \
+                _stem(tokens[at + 1]) == text.split(" ", 1)[1] else at - 1
+            topic_at[near] = topic_at[near] | {_stem(tokens[near])}
         elif kind == "date":
             topic_at[at] = topic_at[at] | {"@schedule"}
     topics = frozenset().union(*topic_at)
@@ -211,9 +224,15 @@ def _claim(sentence: str, speaker: str, speakers: list[str]) -> Claim:
                          at > 0 and tokens[at - 1].lower() == "from")
                    for text, kind, at in spans)
     said = _REMAINING.sub("", sentence)
+    denial = NEVER.search(sentence)
+    denied: frozenset[str] = frozenset()
+    if denial:
+        at = sum(1 for m in found if m.start() < denial.end())
+        denied = frozenset().union(*topic_at[at:at + _NEAR]) | {
+            text for text, _, where in spans if at <= where < at + _NEAR}
     return Claim(sentence, _subject(sentence, speaker, speakers), frozenset(topics), values,
-                 bool(CUES.search(said)), bool(ENDED.search(said)),
-                 bool(NEVER.search(sentence)), _hypothetical(sentence), len(tokens))
+                 bool(CUES.search(said)), bool(ENDED.search(said)), denied,
+                 _hypothetical(sentence), len(tokens))
 
 
 _MAY_MONTH = re.compile(r"\bMay(?=\s+\d)|(?<=\w )May\b")
@@ -279,6 +298,8 @@ def _values(sentence: str, tokens: list[str], starts: list[int]) -> list[tuple[s
             unit = tokens[i + 1].lower() if i + 1 < len(tokens) else ""
             if token[0] in _CURRENCY:
                 number = f"{number} {token[0]}"
+            elif i and tokens[i - 1][:1].isupper() and "." in number:
+                number = f"{number} {tokens[i - 1].lower()}"  # a version: "Flask 2.3.1"
             elif unit.isalpha() and unit not in STOPWORDS and unit not in _GENERIC:
                 number = f"{number} {_stem(unit)}"
             out.append((number, "number", i))

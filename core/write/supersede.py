@@ -172,8 +172,10 @@ def _verdict(n: Claim, o: Claim, checks: frozenset[str]) -> str | None:
 
 def _shares_thing(n: Claim, o: Claim, shared: frozenset[str]) -> bool:
     """Whether a denial and a positive claim deny and state the same thing: a shared name,
-    or two shared topic words."""
-    return bool(_same_names(n, o)) or len({t for t in shared if not t.startswith("@")}) >= 2
+    or two shared topic words, one of them what the denial denies ("never met *Michael*")."""
+    denied = n.denied | o.denied
+    things = _same_names(n, o) | {t for t in shared if not t.startswith("@")}
+    return bool(denied & things) and (bool(_same_names(n, o)) or len(things) >= 2)
 
 
 def _names(claim: Claim) -> set[str]:

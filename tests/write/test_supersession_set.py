@@ -11,10 +11,13 @@ from rmm_core.bench.supersede import SET, load_pairs, predict, scores
 from rmm_core.types import Memory
 from rmm_core.write.supersede import SIGNALS, find_changes
 
-FLOORS = {("supersedes", "precision"): 0.93, ("supersedes", "recall"): 0.63,
-          ("conflicts", "precision"): 0.85, ("conflicts", "recall"): 0.24}
+FLOORS = {("supersedes", "precision"): 0.93, ("supersedes", "recall"): 0.62,
+          ("conflicts", "precision"): 0.85, ("conflicts", "recall"): 0.12}
 """A few points under what the rules measured when these were set (supersedes P 0.98
-R 0.68, conflicts P 1.00 R 0.28 on 185 pairs): a drop below is a regression."""
+R 0.66, conflicts P 1.00 R 0.16 on 185 pairs): a drop below is a regression. Conflicts
+count only whole denials of what the other claim states ("never met Michael"): with "don't"
+and "didn't" as denials recall was 0.28 here, but 57 of 141 memories of one LoCoMo
+conversation were flagged."""
 
 
 def memory(id: str, text: str, day: int, speakers: tuple[str, ...] = ("user",)) -> Memory:
