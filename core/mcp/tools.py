@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InvalidInputError, RMMError
 from ..memory import ReflectiveMemory
+from ..types import Memory
 from .access import Access
 from .payload import memory_dict, result_dict, version_dict
 from .sdk import SDK
@@ -73,9 +74,12 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
     ) -> dict[str, Any]:
         """Remember a fact (stored and searchable at once) or a conversation (logged as a new
         session and reflected into memories now). Returns the memories added or merged."""
-        value = content if isinstance(content, str) else [as_turn(m) for m in content]
-        added = await run(ctx, user_id, lambda user: memory.add(
-            value, user_id=user, metadata=metadata, agent_id=agent_id, run_id=run_id))
+        def write(user: str) -> list[Memory]:
+            value = content if isinstance(content, str) else [as_turn(m) for m in content]
+            return memory.add(value, user_id=user, metadata=metadata, agent_id=agent_id,
+                              run_id=run_id)
+
+        added = await run(ctx, user_id, write)
         return {"added": [memory_dict(m) for m in added]}
 
     async def search(
