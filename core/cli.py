@@ -22,6 +22,8 @@ BENCHES = {
     "extract": ("rmm_core.bench.extract", "memory extraction vs LoCoMo's per-session facts"),
     "context": ("rmm_core.bench.context", "SCM context builder vs rank-order filling on LoCoMo"),
     "links": ("rmm_core.bench.links", "A-MEM link following on LoCoMo multi-hop questions"),
+    "mcp": ("rmm_core.bench.mcp_speed", "search latency through `rmm mcp` (stdio and HTTP) "
+            "against in-process search"),
 }
 """Benchmark name -> (module with add_arguments/run, one-line help)."""
 BENCH_ALIASES = {"retrieval": ["locomo"]}

@@ -69,8 +69,8 @@ def build(memory: ReflectiveMemory, access: Access, *, http: bool = False,
         options["auth"] = AuthSettings(issuer_url="http://localhost",
                                        resource_server_url=None)
         options["token_verifier"] = TokenVerifier(access)
-        if sdk.major == 1:  # mcp 2 takes the address when it starts serving
-            options.update(host=host, port=port)
+        if sdk.major == 1:  # mcp 2 takes these when it starts serving
+            options.update(host=host, port=port, json_response=True)
     server = sdk.server("reflective-memory", **options)
     register(server, sdk, memory, access, allow_forget=allow_forget)
     return server, sdk
@@ -84,4 +84,4 @@ async def serve(server: Any, sdk: SDK, *, http: bool = False, host: str = "127.0
     elif sdk.major == 1:
         await server.run_streamable_http_async()
     else:
-        await server.run_streamable_http_async(host=host, port=port)
+        await server.run_streamable_http_async(host=host, port=port, json_response=True)
