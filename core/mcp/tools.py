@@ -48,7 +48,10 @@ def as_turn(message: Message) -> dict[str, Any]:
 
 def bearer_token(ctx: Any) -> str | None:
     """The bearer token the HTTP layer verified for this call (None over stdio)."""
-    request = getattr(ctx.request_context, "request", None)
+    try:
+        request = ctx.request_context.request
+    except (LookupError, ValueError, AttributeError):  # called in-process, not by a client
+        return None
     user = request.scope.get("user") if request is not None else None
     token = getattr(user, "access_token", None)
     return token.token if token is not None else None
