@@ -19,10 +19,20 @@ class AccessDenied(RMMError, PermissionError):
 @dataclass(frozen=True)
 class Access:
     """The users each caller may act for. `fixed_user` (from `--user`) narrows every caller
-    to that user; `tokens` maps each bearer token to its users (HTTP only)."""
+    to that user; `tokens` maps each bearer token to its users (HTTP only). `fixed_scope`
+    (`--agent-id`, `--run-id`) holds the agent and run every call writes and searches as."""
 
     fixed_user: str | None = None
     tokens: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    fixed_scope: Mapping[str, str] = field(default_factory=dict)
+
+    def scope(self, name: str, asked: str | None) -> str | None:
+        """The `agent_id` or `run_id` a call acts as: the server's when it fixes one (a call
+        asking for another is refused), else the call's own."""
+        fixed = self.fixed_scope.get(name)
+        if fixed is None or asked is None or asked == fixed:
+            return fixed if fixed is not None else asked
+        raise AccessDenied(f"this server serves {name} {fixed!r} only, not {asked!r}")
 
     def user_for(self, asked: str | None, token: str | None = None) -> str:
         """The user a call acts for: the one it asked for if allowed, else the only one it

@@ -18,6 +18,10 @@ DEFAULT_PORT = 8765
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--user", default=None,
                         help="serve this user only (a call naming another is refused)")
+    parser.add_argument("--agent-id", default=None,
+                        help="write and search as this agent only (metadata agent_id)")
+    parser.add_argument("--run-id", default=None,
+                        help="write and search as this run only (metadata run_id)")
     parser.add_argument("--allow-forget", action="store_true",
                         help="offer the `forget` tool, which erases a user's whole memory")
     parser.add_argument("--http", action="store_true",
@@ -47,8 +51,11 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     from .server import build, check_bind, serve
 
     try:
+        scope = {name: check_id(value, f"--{name.replace('_', '-')}")
+                 for name, value in (("agent_id", args.agent_id), ("run_id", args.run_id))
+                 if value is not None}
         access = Access(check_id(args.user, "--user", optional=True),
-                        parse_tokens(args.token, args.tokens_file) if args.http else {})
+                        parse_tokens(args.token, args.tokens_file) if args.http else {}, scope)
         if not args.http and (args.token or args.tokens_file):
             raise InvalidInputError("--token and --tokens-file are for --http; a stdio "
                                     "server answers only the process that started it")

@@ -79,8 +79,9 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
         session and reflected into memories now). Returns the memories added or merged."""
         def write(user: str) -> list[Memory]:
             value = content if isinstance(content, str) else [as_turn(m) for m in content]
-            return memory.add(value, user_id=user, metadata=metadata, agent_id=agent_id,
-                              run_id=run_id)
+            return memory.add(value, user_id=user, metadata=metadata,
+                              agent_id=access.scope("agent_id", agent_id),
+                              run_id=access.scope("run_id", run_id))
 
         added = await run(ctx, user_id, write)
         return {"added": [memory_dict(m) for m in added]}
@@ -98,7 +99,8 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
         """Search the user's memories: the best hits first, each with its score in [0, 1],
         the turns it came from (refs), its sessions, dates and validity."""
         result = await run(ctx, user_id, lambda user: memory.search(
-            query, user_id=user, k=k, filters=filters, agent_id=agent_id, run_id=run_id,
+            query, user_id=user, k=k, filters=filters,
+            agent_id=access.scope("agent_id", agent_id), run_id=access.scope("run_id", run_id),
             min_score=min_score))
         return result_dict(result)
 

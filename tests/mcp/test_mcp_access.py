@@ -112,3 +112,11 @@ def test_a_memory_becomes_json_with_its_validity_and_versions():
     hit = hit_dict(MemoryHit(memory, 0.8, "[1 May 2024] Lives in Porto.", 0))
     assert (hit["id"], hit["score"], hit["rank"], hit["refs"]) == ("m2", 0.8, 0, ["s:1"])
     assert hit["text"].startswith("[1 May") and hit["memory_text"] == "Lives in Porto."
+
+
+def test_a_fixed_agent_or_run_is_the_default_and_the_only_one():
+    access = Access(fixed_scope={"agent_id": "planner"})
+    assert access.scope("agent_id", None) == access.scope("agent_id", "planner") == "planner"
+    assert access.scope("run_id", None) is None and access.scope("run_id", "r1") == "r1"
+    with pytest.raises(AccessDenied, match="serves agent_id 'planner' only, not 'coder'"):
+        access.scope("agent_id", "coder")

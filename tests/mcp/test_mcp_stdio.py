@@ -142,6 +142,21 @@ async def test_a_fixed_user_is_served_alone(tmp_path):
         assert (await call(s, "get", memory_id=m["id"]))["text"] == "I am allergic to peanuts."
 
 
+async def test_a_fixed_agent_writes_and_searches_as_itself(tmp_path):
+    db = tmp_path / "m.sqlite"
+    with ReflectiveMemory.open(str(db)) as mem:
+        mem.add("The deploy window is Tuesday 14:00.", user_id="gil", agent_id="coder")
+    async with stdio_session(db, "--user", "gil", "--agent-id", "planner") as s:
+        [m] = (await call(s, "add", content="The offsite is in Tallinn in June."))["added"]
+        assert m["metadata"] == {"agent_id": "planner"}
+        hits = (await call(s, "search", query="deploy window or offsite", k=5))["hits"]
+        assert [h["id"] for h in hits] == [m["id"]]  # the coder's memory is not searched
+        assert "AccessDenied: this server serves agent_id 'planner' only, not 'coder'" in \
+            await refused(s, "search", query="deploy", agent_id="coder")
+        assert "disagrees" in await refused(s, "search", query="deploy",
+                                            filters={"agent_id": "coder"})
+
+
 async def test_forget_is_offered_only_when_allowed(tmp_path):
     db = tmp_path / "m.sqlite"
     async with stdio_session(db) as s:
