@@ -1,6 +1,7 @@
 """`rmm bench mcp`: search latency through `rmm mcp` (stdio and streamable HTTP, each a real
 subprocess reached with the SDK's own client) against the in-process `search`, in one run on
-one bank: what the protocol adds to a call."""
+one bank: what the protocol adds to a call. The search tool called in-process, without a
+transport, shows how much of that is the tool layer itself."""
 
 from __future__ import annotations
 
@@ -54,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
           f"{args.queries} queries a path, the paths taking turns ({args.warmup} untimed "
           "first)")
     base = float(np.percentile(times["in-process search"], 50))
-    print(f"{'path':<22}{'p50 ms':>9}{'p95 ms':>9}{'p50 overhead':>15}{'ratio':>8}")
+    print(f"{'path':<27}{'p50 ms':>9}{'p95 ms':>9}{'p50 overhead':>15}{'ratio':>8}")
     for name, ms in times.items():
         p50, p95 = float(np.percentile(ms, 50)), float(np.percentile(ms, 95))
-        print(f"{name:<22}{p50:>9.2f}{p95:>9.2f}{p50 - base:>12.2f} ms{p50 / base:>7.2f}x")
+        print(f"{name:<27}{p50:>9.2f}{p95:>9.2f}{p50 - base:>12.2f} ms{p50 / base:>7.2f}x")
     return 0
 
 
@@ -69,8 +70,16 @@ async def _interleaved(mem: ReflectiveMemory, db: str, queries: list[str],
         async def local(query: str) -> None:
             mem.search(query, user_id=USER, k=args.k)
 
-        paths = {"in-process search": local, "MCP over stdio": _caller(stdio, args.k),
-                 "MCP over HTTP": _caller(http, args.k)}
+        from ..mcp.access import Access
+        from ..mcp.server import build
+
+        server, _ = build(mem, Access(fixed_user=USER))
+
+        async def tool(query: str) -> None:  # the tool layer alone: arguments, thread, JSON
+            await server.call_tool("search", {"query": query, "k": args.k})
+
+        paths = {"in-process search": local, "search tool, no transport": tool,
+                 "MCP over stdio": _caller(stdio, args.k), "MCP over HTTP": _caller(http, args.k)}
         times: dict[str, list[float]] = {name: [] for name in paths}
         for n, query in enumerate(queries):
             for name, search in paths.items():

@@ -16,9 +16,10 @@ def test_bench_mcp_prints_each_path_against_in_process(capsys):
     out = capsys.readouterr().out
     assert "search through MCP on 300 memories, k=5, 8 queries a path" in out
     rows = {m[0]: [float(x) for x in m[1:]] for m in re.findall(
-        r"^(in-process search|MCP over stdio|MCP over HTTP) +([\d.]+) +([\d.]+) +(-?[\d.]+) ms"
-        r" +([\d.]+)x$", out, re.M)}
-    assert set(rows) == {"in-process search", "MCP over stdio", "MCP over HTTP"}
+        r"^(in-process search|search tool, no transport|MCP over stdio|MCP over HTTP)"
+        r" +([\d.]+) +([\d.]+) +(-?[\d.]+) ms +([\d.]+)x$", out, re.M)}
+    assert set(rows) == {"in-process search", "search tool, no transport", "MCP over stdio",
+                         "MCP over HTTP"}
     assert rows["in-process search"][2:] == [0.0, 1.0]
     base = rows["in-process search"][0]
     for p50, p95, overhead, ratio in rows.values():
