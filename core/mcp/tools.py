@@ -7,6 +7,7 @@ tool error carrying its type and message, and the server goes on."""
 # annotation, which must be the installed SDK's class itself.
 import functools
 import inspect
+import json
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -46,6 +47,13 @@ def as_turn(message: Message) -> dict[str, Any]:
             "timestamp": message.timestamp}
 
 
+def answer(value: dict[str, Any]) -> str:
+    """A tool's answer: compact JSON text. Plain text rather than MCP structured content,
+    which the SDK's client validates against a schema on every call (it doubled the
+    protocol's cost of a search) and which hosts show the model as text anyway."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def bearer_token(ctx: Any) -> str | None:
     """The bearer token the HTTP layer verified for this call (None over stdio)."""
     try:
@@ -74,7 +82,7 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
             description="a fact to remember as it is, or a conversation: a list of messages")],
         ctx: Context, user_id: UserId = None, agent_id: str | None = None,
         run_id: str | None = None, metadata: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> str:
         """Remember a fact (stored and searchable at once) or a conversation (logged as a new
         session and reflected into memories now). Returns the memories added or merged."""
         def write(user: str) -> list[Memory]:
@@ -84,7 +92,7 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
                               run_id=access.scope("run_id", run_id))
 
         added = await run(ctx, user_id, write)
-        return {"added": [memory_dict(m) for m in added]}
+        return answer({"added": [memory_dict(m) for m in added]})
 
     async def search(
         query: str, ctx: Context, user_id: UserId = None,
@@ -95,42 +103,42 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
         agent_id: str | None = None, run_id: str | None = None,
         min_score: Annotated[float | None, Field(description="drop hits below this score "
                                                              "(0 to 1)")] = None,
-    ) -> dict[str, Any]:
+    ) -> str:
         """Search the user's memories: the best hits first, each with its score in [0, 1],
         the turns it came from (refs), its sessions, dates and validity."""
         result = await run(ctx, user_id, lambda user: memory.search(
             query, user_id=user, k=k, filters=filters,
             agent_id=access.scope("agent_id", agent_id), run_id=access.scope("run_id", run_id),
             min_score=min_score))
-        return result_dict(result)
+        return answer(result_dict(result))
 
     async def get(memory_id: MemoryId, ctx: Context, user_id: UserId = None
-                  ) -> dict[str, Any]:
+                  ) -> str:
         """One memory with its version history."""
         found = await run(ctx, user_id, lambda user: memory.get(memory_id, user_id=user))
-        return memory_dict(found, versions=True)
+        return answer(memory_dict(found, versions=True))
 
     async def update(memory_id: MemoryId, text: str, ctx: Context, user_id: UserId = None,
-                     metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+                     metadata: dict[str, Any] | None = None) -> str:
         """Replace what a memory says (a new version; where it came from stays)."""
         changed = await run(ctx, user_id, lambda user: memory.update(
             memory_id, text, user_id=user, metadata=metadata))
-        return memory_dict(changed, versions=True)
+        return answer(memory_dict(changed, versions=True))
 
     async def delete(memory_id: MemoryId, ctx: Context, user_id: UserId = None
-                     ) -> dict[str, Any]:
+                     ) -> str:
         """Delete a memory and its versions (gone from search at once)."""
         await run(ctx, user_id, lambda user: memory.delete(memory_id, user_id=user))
-        return {"deleted": memory_id}
+        return answer({"deleted": memory_id})
 
     async def history(memory_id: MemoryId, ctx: Context, user_id: UserId = None
-                      ) -> dict[str, Any]:
+                      ) -> str:
         """A memory's versions, oldest first: created, merged into, updated."""
         versions = await run(ctx, user_id, lambda user: memory.history(memory_id,
                                                                        user_id=user))
-        return {"memory_id": memory_id, "versions": [version_dict(v) for v in versions]}
+        return answer({"memory_id": memory_id, "versions": [version_dict(v) for v in versions]})
 
-    async def profile(ctx: Context, user_id: UserId = None) -> dict[str, Any]:
+    async def profile(ctx: Context, user_id: UserId = None) -> str:
         """The user's working context (core memory blocks, the summary of earlier messages,
         recent messages) as the agent's prompt shows it, and how many memories they have."""
 
@@ -144,17 +152,18 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
                     "context": working.render(),
                     "memories": memory.store.counts(user)["memories"]}
 
-        return await run(ctx, user_id, read)
+        return answer(await run(ctx, user_id, read))
 
-    async def forget(ctx: Context, user_id: UserId = None) -> dict[str, Any]:
+    async def forget(ctx: Context, user_id: UserId = None) -> str:
         """Erase everything the user has: turns, sessions, memories, versions, working
         context. It cannot be undone."""
         await run(ctx, user_id, lambda user: memory.forget(user_id=user))
-        return {"forgotten": True}
+        return answer({"forgotten": True})
 
     tools = [add, search, get, update, delete, history, profile]
     if allow_forget:
         tools.append(forget)
     for tool in tools:
-        server.add_tool(tool, name=tool.__name__, description=inspect.getdoc(tool))
+        server.add_tool(tool, name=tool.__name__, description=inspect.getdoc(tool),
+                        structured_output=False)
     return [t.__name__ for t in tools]
