@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[mcp]')")
 
-from mcp_helpers import call, refused, stdio_session  # noqa: E402
+from mcp_helpers import call, is_error, refused, stdio_session  # noqa: E402
 
 from rmm_core import ReflectiveMemory  # noqa: E402
 
@@ -198,3 +198,31 @@ async def test_a_killed_server_loses_no_acknowledged_add(tmp_path):
             {fact["id"], *(m["id"] for m in reflected)}
         assert mem.search("where is the spare key", user_id="fay")[0].memory.id == fact["id"]
         assert "4471" in mem.search("passport number", user_id="fay")[0].text
+
+
+ODD_VALUES = [None, 0, -1, 10**30, 1e308, True, "", " ", "\x00", "x" * 200_000,
+              [], [None], {}, {"": None}, [{"role": "user"}], {"nested": {"deep": [1, {}]}}]
+ARGUMENTS = {"add": ["content", "user_id", "agent_id", "metadata"],
+             "search": ["query", "user_id", "k", "filters", "min_score"],
+             "get": ["memory_id", "user_id"], "update": ["memory_id", "text", "metadata"],
+             "delete": ["memory_id"], "history": ["memory_id"], "profile": ["user_id"]}
+
+
+async def test_odd_values_in_every_argument_never_take_the_server_down(tmp_path):
+    """Each tool, each argument, each odd value: an answer or a tool error, and the server
+    answers the next call as before."""
+    async with stdio_session(tmp_path / "m.sqlite", "--user", "u") as s:
+        [m] = (await call(s, "add", content="I collect vinyl records."))["added"]
+        valid = {"content": "a fact", "query": "vinyl", "memory_id": m["id"], "text": "new"}
+        errors = 0
+        for tool, names in ARGUMENTS.items():
+            for name in names:
+                for value in ODD_VALUES:
+                    arguments = {n: valid[n] for n in ARGUMENTS[tool] if n in valid}
+                    result = await s.call_tool(tool, {**arguments, name: value})
+                    errors += is_error(result)
+                    if tool == "update" and not is_error(result):  # keep the memory's text
+                        await call(s, "update", memory_id=m["id"], text=m["text"])
+        assert errors > len(ODD_VALUES) * 10  # most odd values are refused
+        hits = (await call(s, "search", query="what do I collect?"))["hits"]
+        assert any(h["id"] == m["id"] for h in hits)
