@@ -4,6 +4,7 @@ to its users; refused without a token; no acknowledged write lost to a SIGKILL."
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import urllib.error
@@ -144,3 +145,37 @@ async def test_a_killed_http_server_loses_no_acknowledged_add(tmp_path):
         server.stop()
     with ReflectiveMemory.open(str(db)) as mem:
         assert mem.search("where is the boat", user_id="alice")[0].memory.id == m["id"]
+
+
+def rpc(url: str, token: str, body: dict, session: str | None = None) -> tuple[int, dict, str]:
+    """One JSON-RPC message over plain HTTP: (status, headers, body)."""
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream",
+               "Authorization": f"Bearer {token}",
+               **({"Mcp-Session-Id": session} if session else {})}
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers,
+                                     method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read().decode()
+
+
+async def test_another_tokens_session_id_gives_no_access_to_its_users(server):
+    async with http_session(server.url, ALICE) as a:
+        await call(a, "add", content="Alice's locker combination is 3-1-4.")
+    status, headers, _ = rpc(server.url, ALICE, {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "probe", "version": "1"}}})
+    session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+    assert status == 200
+    rpc(server.url, ALICE, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    search = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "search", "arguments": {"query": "locker combination", "user_id": "alice"}}}
+    status, _, body = rpc(server.url, BOB, search, session)  # bob's token, alice's session
+    assert "3-1-4" not in body
+    assert status != 200 or "AccessDenied" in body, (status, body[:300])
+    status, _, body = rpc(server.url, ALICE, search, session)
+    assert status == 200 and "3-1-4" in body  # the probe itself works
