@@ -65,9 +65,7 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         from .sdk import load
 
         load()  # fail on a missing extra before loading the model
-    except MissingDependencyError as exc:
-        raise CommandError(str(exc), USAGE) from exc
-    except InvalidInputError as exc:
+    except (MissingDependencyError, InvalidInputError) as exc:
         raise CommandError(str(exc), USAGE) from exc
     config = MemoryConfig(embedding_model=args.embedding_model, background_reflection=True)
     try:
