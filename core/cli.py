@@ -24,6 +24,8 @@ BENCHES = {
     "links": ("rmm_core.bench.links", "A-MEM link following on LoCoMo multi-hop questions"),
     "supersede": ("rmm_core.bench.supersede", "supersession rules on a labelled set of memory "
                   "pairs, against embedding similarity"),
+    "mcp": ("rmm_core.bench.mcp_speed", "search latency through `rmm mcp` (stdio and HTTP) "
+            "against in-process search"),
 }
 """Benchmark name -> (module with add_arguments/run, one-line help)."""
 BENCH_ALIASES = {"retrieval": ["locomo"]}

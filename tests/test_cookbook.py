@@ -113,6 +113,17 @@ def check_llamaindex_chat(out: str) -> None:
     assert len(reranked) == 2 and not any("Sourdough" in line for line in reranked)
 
 
+def check_mcp_client(out: str) -> None:
+    """`rmm mcp` over stdio: its tools listed, a fact and a conversation added, each found by
+    the next search (best first), another user's memory refused."""
+    assert "tools: add, search, get, update, delete, history, profile\n" in out
+    assert re.search(r"from turns \w+:1, \w+:2, \w+:3", out)
+    cat = section(out, "Q: What is my cat afraid of?", "Q: ").strip().splitlines()
+    race = section(out, "Q: Which race am I training for?", "another user").strip().splitlines()
+    assert "vacuum cleaner" in cat[0] and "half marathon" in race[0]
+    assert "AccessDenied: this server serves user 'maya' only, not 'someone'" in out
+
+
 CHECKS = {
     "quickstart.py": check_quickstart,
     "scm_controller.py": check_scm_controller,
@@ -120,7 +131,10 @@ CHECKS = {
     "amem_notes.py": check_amem_notes,
     "agent_workflow_memory.py": check_agent_workflow_memory,
     "llamaindex_chat.py": check_llamaindex_chat,
+    "mcp_client.py": check_mcp_client,
 }
+NEEDS = {"mcp_client.py": "mcp"}
+"""The extra module a script needs (skipped without it)."""
 
 
 def test_every_script_has_a_check():
@@ -130,6 +144,8 @@ def test_every_script_has_a_check():
 
 @pytest.mark.parametrize("script", sorted(CHECKS))
 def test_cookbook_script_shows_what_it_claims(script, tmp_path):
+    if script in NEEDS:
+        pytest.importorskip(NEEDS[script])
     args = ["--db", str(tmp_path / "q.sqlite"), "--questions", "2"] \
         if script == "quickstart.py" else []
     CHECKS[script](run(script, *args, cwd=tmp_path))

@@ -61,6 +61,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "forget": ("delete everything a user has: turns, sessions, memories, versions",
                "rmm forget --user alice          (asks you to type the user id)\n"
                "  rmm forget --user alice --yes    (for scripts)"),
+    "mcp": ("serve the memory to agents over the Model Context Protocol (stdio, or "
+            "streamable HTTP with bearer tokens); needs the `mcp` extra",
+            "rmm mcp --user alice               (stdio, for Claude Desktop, Cursor, VS Code)\n"
+            "  rmm mcp --http --port 8765 --tokens-file tokens.txt"),
     "stats": ("how many users, sessions, turns and memories; sessions waiting for reflection "
               "or failed; LLM calls and tokens",
               "rmm stats\n  rmm stats --user alice --json"),
@@ -123,6 +127,10 @@ def add_commands(commands: Any) -> None:
             sub.add_argument("file", nargs="?", default="-", help="export file (- = stdin)")
             sub.add_argument("--user", default=None,
                              help="import as this user id (default: the exported one)")
+        if name == "mcp":
+            from ..mcp.command import add_arguments
+
+            add_arguments(sub)
         if name == "forget":
             sub.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
@@ -132,7 +140,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
         target = getattr(args, "db", None) or default_location()
-        store = _open(target, create=args._command in ("add", "import"))
+        store = _open(target, create=args._command in ("add", "import", "mcp"))
         try:
             return HANDLERS[args._command](store, args, out)
         except StorageError as exc:  # the database failed mid-command (lost, locked, corrupt)

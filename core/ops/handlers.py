@@ -263,8 +263,14 @@ def _stats(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     return OK
 
 
+def _mcp(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    from ..mcp.command import run
+
+    return run(store, args, out)
+
+
 HANDLERS: dict[str, Callable[[Store, argparse.Namespace, TextIO], int]] = {
-    "add": _add,
+    "add": _add, "mcp": _mcp,
     "users": _users, "inspect": _inspect, "search": _search, "reflect": _reflect,
     "export": _export, "import": _import, "forget": _forget, "stats": _stats,
 }

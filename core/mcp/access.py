@@ -1,0 +1,102 @@
+"""Which users a caller may act for: anyone's (stdio), one fixed by `--user`, or those a
+bearer token is bound to (HTTP). No SDK import: the rules are plain and tested alone."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InvalidInputError, RMMError
+from ..types import check_id
+
+
+class AccessDenied(RMMError, PermissionError):
+    """The caller asked for a user it may not act for; nothing was read or written."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """The users each caller may act for. `fixed_user` (from `--user`) narrows every caller
+    to that user; `tokens` maps each bearer token to its users (HTTP only). `fixed_scope`
+    (`--agent-id`, `--run-id`) holds the agent and run every call writes and searches as."""
+
+    fixed_user: str | None = None
+    tokens: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    fixed_scope: Mapping[str, str] = field(default_factory=dict)
+
+    def scope(self, name: str, asked: str | None) -> str | None:
+        """The `agent_id` or `run_id` a call acts as: the server's when it fixes one (a call
+        asking for another is refused), else the call's own."""
+        fixed = self.fixed_scope.get(name)
+        if fixed is None or asked is None or asked == fixed:
+            return fixed if fixed is not None else asked
+        raise AccessDenied(f"this server serves {name} {fixed!r} only, not {asked!r}")
+
+    def user_for(self, asked: str | None, token: str | None = None) -> str:
+        """The user a call acts for: the one it asked for if allowed, else the only one it
+        may act for; `AccessDenied` or `InvalidInputError` otherwise."""
+        allowed = self.allowed(token)
+        if asked is None:
+            if allowed is not None and len(allowed) == 1:
+                return next(iter(allowed))
+            choices = f" (one of: {', '.join(sorted(allowed))})" if allowed else ""
+            raise InvalidInputError(f"user_id is required{choices}")
+        user = check_id(asked, "user_id")
+        if allowed is not None and user not in allowed:
+            if self.fixed_user is not None and not self.tokens:
+                raise AccessDenied(f"this server serves user {self.fixed_user!r} only, "
+                                   f"not {user!r}")
+            raise AccessDenied(f"this token may not act for user {user!r}")
+        return user
+
+    def allowed(self, token: str | None) -> frozenset[str] | None:
+        """The users a caller may act for (None: any)."""
+        users: frozenset[str] | None = None
+        if self.tokens:
+            users = self.users_of(token)
+            if users is None:  # the HTTP layer refuses such a request before any tool runs
+                raise AccessDenied("a valid bearer token is required")
+        if self.fixed_user is not None:
+            users = frozenset({self.fixed_user}) & users if users is not None \
+                else frozenset({self.fixed_user})
+        return users
+
+    def users_of(self, token: str | None) -> frozenset[str] | None:
+        """The users `token` is bound to, None for an unknown token (compared in constant
+        time: a wrong guess takes as long whatever its prefix)."""
+        if token is None:
+            return None
+        found = None
+        for known, users in self.tokens.items():
+            if hmac.compare_digest(known.encode(), token.encode()):
+                found = users
+        return found
+
+
+def parse_tokens(specs: Iterable[str], files: Iterable[str | Path] = ()
+                 ) -> dict[str, frozenset[str]]:
+    """Tokens from `TOKEN=user1,user2` specs and files of such lines (blank lines and lines
+    starting with `#` skipped); a token given twice gets the users of both."""
+    lines: list[tuple[str, str]] = [(s, "--token") for s in specs]
+    for path in files:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read tokens file {path}: {exc.strerror or exc}"
+                                    ) from exc
+        lines += [(line.strip(), f"{path} line {n}") for n, line in
+                  enumerate(text.splitlines(), start=1)
+                  if line.strip() and not line.lstrip().startswith("#")]
+    tokens: dict[str, frozenset[str]] = {}
+    for spec, where in lines:
+        token, sep, users = spec.partition("=")
+        token = token.strip()
+        names = [u.strip() for u in users.split(",") if u.strip()]
+        if not sep or not token or not names:
+            raise InvalidInputError(f"{where}: give a token as TOKEN=user1,user2")
+        if any(c.isspace() for c in token):
+            raise InvalidInputError(f"{where}: a token has no spaces")
+        tokens[token] = tokens.get(token, frozenset()) | {check_id(u, "user_id") for u in names}
+    return tokens

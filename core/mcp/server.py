@@ -1,0 +1,87 @@
+"""Build the MCP server over one `ReflectiveMemory` and run it on stdio or streamable HTTP
+(bearer tokens checked by the SDK's own middleware before any tool runs)."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from ..errors import InvalidInputError
+from ..memory import ReflectiveMemory
+from .access import Access
+from .sdk import SDK, load
+from .tools import register
+
+INSTRUCTIONS = (
+    "Long-term memory of the user across conversations. Call `search` before answering "
+    "anything that may depend on what the user said before; call `add` with a fact worth "
+    "keeping (or the conversation's messages). Each hit names the turns it came from.")
+
+
+class TokenVerifier:
+    """The SDK's `TokenVerifier`: a token is valid when `Access` binds it to users."""
+
+    def __init__(self, access: Access) -> None:
+        self.access = access
+
+    async def verify_token(self, token: str) -> Any:
+        from mcp.server.auth.provider import AccessToken
+
+        users = self.access.users_of(token)
+        if users is None:
+            return None
+        return AccessToken(token=token, client_id="rmm", scopes=[])
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name other than localhost may resolve anywhere
+        return False
+
+
+def check_bind(access: Access, *, http: bool, host: str) -> None:
+    """Refuse to serve HTTP without a bearer token (`InvalidInputError`), on a non-loopback
+    address above all: anyone who can reach it could read every user's memory."""
+    if http and not access.tokens:
+        where = "on this machine" if is_loopback(host) else \
+            f"on {host}, a non-loopback address,"
+        raise InvalidInputError(f"serving over HTTP {where} needs a bearer token: give "
+                                "--token TOKEN=USER[,USER...] or --tokens-file FILE")
+
+
+def build(memory: ReflectiveMemory, access: Access, *, http: bool = False,
+          host: str = "127.0.0.1", port: int = 8765, allow_forget: bool = False,
+          log_level: str = "WARNING") -> tuple[Any, SDK]:
+    """The server with its tools. Over HTTP it needs tokens (`access.tokens`): a server
+    reachable from the network without one is refused with `InvalidInputError`."""
+    check_bind(access, http=http, host=host)
+    sdk = load()
+    options: dict[str, Any] = {"instructions": INSTRUCTIONS, "log_level": log_level}
+    if http:
+        from mcp.server.auth.settings import AuthSettings
+
+        # the SDK's bearer middleware needs AuthSettings; tokens are ours, so no OAuth
+        # server is advertised (no resource_server_url) and issuer_url is never served
+        options["auth"] = AuthSettings(issuer_url="http://localhost",
+                                       resource_server_url=None)
+        options["token_verifier"] = TokenVerifier(access)
+        if sdk.major == 1:  # mcp 2 takes these when it starts serving
+            options.update(host=host, port=port, json_response=True)
+    server = sdk.server("reflective-memory", **options)
+    register(server, sdk, memory, access, allow_forget=allow_forget)
+    return server, sdk
+
+
+async def serve(server: Any, sdk: SDK, *, http: bool = False, host: str = "127.0.0.1",
+                port: int = 8765) -> None:
+    """Serve until the client closes stdin (stdio) or the process is stopped (HTTP)."""
+    if not http:
+        await server.run_stdio_async()
+    elif sdk.major == 1:
+        await server.run_streamable_http_async()
+    else:
+        await server.run_streamable_http_async(host=host, port=port, json_response=True)

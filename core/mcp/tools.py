@@ -1,0 +1,169 @@
+"""The memory's MCP tools: add, search, get, update, delete, history, profile and (when the
+server allows it) forget. Each resolves the user it acts for through `Access`, runs the
+`ReflectiveMemory` call in a worker thread and answers with JSON; a library error becomes a
+tool error carrying its type and message, and the server goes on."""
+
+# No `from __future__ import annotations`: the SDK finds the `Context` parameter by its
+# annotation, which must be the installed SDK's class itself.
+import functools
+import inspect
+import json
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import InvalidInputError, RMMError
+from ..memory import ReflectiveMemory
+from ..types import Memory
+from .access import Access
+from .payload import memory_dict, result_dict, version_dict
+from .sdk import SDK
+
+UserId = Annotated[str | None, Field(
+    description="whose memory; may be left out when the server or token serves one user")]
+MemoryId = Annotated[str, Field(description="a memory id, as `add` or `search` return it")]
+
+
+class Message(BaseModel):
+    """One message of a conversation: a chat `role` or a free `speaker` name, and content."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: str | None = Field(None, description="user, assistant, system or tool")
+    speaker: str | None = Field(None, description="a speaker's name, instead of a role")
+    content: str
+    timestamp: str | None = Field(None, description="when it was said (ISO 8601)")
+
+
+def as_turn(message: Message) -> dict[str, Any]:
+    """A message in the form `Turn.coerce` reads."""
+    if (message.role is None) == (message.speaker is None):
+        raise InvalidInputError("a message has either a role or a speaker")
+    if message.role is not None:
+        return {"role": message.role, "content": message.content,
+                "timestamp": message.timestamp}
+    return {"speaker": message.speaker, "text": message.content,
+            "timestamp": message.timestamp}
+
+
+def answer(value: dict[str, Any]) -> str:
+    """A tool's answer: compact JSON text. Plain text rather than MCP structured content,
+    which the SDK's client validates against a schema on every call (it doubled the
+    protocol's cost of a search) and which hosts show the model as text anyway."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def bearer_token(ctx: Any) -> str | None:
+    """The bearer token the HTTP layer verified for this call (None over stdio)."""
+    try:
+        request = ctx.request_context.request
+    except (LookupError, ValueError, AttributeError):  # called in-process, not by a client
+        return None
+    user = request.scope.get("user") if request is not None else None
+    token = getattr(user, "access_token", None)
+    return token.token if token is not None else None
+
+
+def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
+             allow_forget: bool = False) -> list[str]:
+    """Add the tools to `server`; returns their names."""
+    Context = sdk.context  # noqa: N806 - the SDK's class, used as an annotation
+
+    async def run(ctx: Any, asked: str | None, call: Callable[[str], Any]) -> Any:
+        try:
+            user = access.user_for(asked, bearer_token(ctx))
+            return await anyio.to_thread.run_sync(functools.partial(call, user))
+        except RMMError as exc:
+            raise sdk.tool_error(f"{type(exc).__name__}: {exc}") from exc
+
+    async def add(
+        content: Annotated[str | list[Message], Field(
+            description="a fact to remember as it is, or a conversation: a list of messages")],
+        ctx: Context, user_id: UserId = None, agent_id: str | None = None,
+        run_id: str | None = None, metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Remember a fact (stored and searchable at once) or a conversation (logged as a new
+        session and reflected into memories now). Returns the memories added or merged."""
+        def write(user: str) -> list[Memory]:
+            value = content if isinstance(content, str) else [as_turn(m) for m in content]
+            return memory.add(value, user_id=user, metadata=metadata,
+                              agent_id=access.scope("agent_id", agent_id),
+                              run_id=access.scope("run_id", run_id))
+
+        added = await run(ctx, user_id, write)
+        return answer({"added": [memory_dict(m) for m in added]})
+
+    async def search(
+        query: str, ctx: Context, user_id: UserId = None,
+        k: Annotated[int, Field(description="how many hits at most")] = 5,
+        filters: Annotated[dict[str, Any] | None, Field(
+            description="keep memories whose metadata has each key with that value "
+                        "(a list: any of them)")] = None,
+        agent_id: str | None = None, run_id: str | None = None,
+        min_score: Annotated[float | None, Field(description="drop hits below this score "
+                                                             "(0 to 1)")] = None,
+    ) -> str:
+        """Search the user's memories: the best hits first, each with its score in [0, 1],
+        the turns it came from (refs), its sessions, dates and validity."""
+        result = await run(ctx, user_id, lambda user: memory.search(
+            query, user_id=user, k=k, filters=filters,
+            agent_id=access.scope("agent_id", agent_id), run_id=access.scope("run_id", run_id),
+            min_score=min_score))
+        return answer(result_dict(result))
+
+    async def get(memory_id: MemoryId, ctx: Context, user_id: UserId = None
+                  ) -> str:
+        """One memory with its version history."""
+        found = await run(ctx, user_id, lambda user: memory.get(memory_id, user_id=user))
+        return answer(memory_dict(found, versions=True))
+
+    async def update(memory_id: MemoryId, text: str, ctx: Context, user_id: UserId = None,
+                     metadata: dict[str, Any] | None = None) -> str:
+        """Replace what a memory says (a new version; where it came from stays)."""
+        changed = await run(ctx, user_id, lambda user: memory.update(
+            memory_id, text, user_id=user, metadata=metadata))
+        return answer(memory_dict(changed, versions=True))
+
+    async def delete(memory_id: MemoryId, ctx: Context, user_id: UserId = None
+                     ) -> str:
+        """Delete a memory and its versions (gone from search at once)."""
+        await run(ctx, user_id, lambda user: memory.delete(memory_id, user_id=user))
+        return answer({"deleted": memory_id})
+
+    async def history(memory_id: MemoryId, ctx: Context, user_id: UserId = None
+                      ) -> str:
+        """A memory's versions, oldest first: created, merged into, updated."""
+        versions = await run(ctx, user_id, lambda user: memory.history(memory_id,
+                                                                       user_id=user))
+        return answer({"memory_id": memory_id, "versions": [version_dict(v) for v in versions]})
+
+    async def profile(ctx: Context, user_id: UserId = None) -> str:
+        """The user's working context (core memory blocks, the summary of earlier messages,
+        recent messages) as the agent's prompt shows it, and how many memories they have."""
+
+        def read(user: str) -> dict[str, Any]:
+            working = memory.working_context(user_id=user)
+            return {"user_id": user, "blocks": {b.label: b.value
+                                                for b in working.blocks.values()},
+                    "summary": working.summary,
+                    "messages": [{"speaker": t.speaker, "text": t.text}
+                                 for t in working.messages],
+                    "context": working.render(),
+                    "memories": memory.store.counts(user)["memories"]}
+
+        return answer(await run(ctx, user_id, read))
+
+    async def forget(ctx: Context, user_id: UserId = None) -> str:
+        """Erase everything the user has: turns, sessions, memories, versions, working
+        context. It cannot be undone."""
+        await run(ctx, user_id, lambda user: memory.forget(user_id=user))
+        return answer({"forgotten": True})
+
+    tools = [add, search, get, update, delete, history, profile]
+    if allow_forget:
+        tools.append(forget)
+    for tool in tools:
+        server.add_tool(tool, name=tool.__name__, description=inspect.getdoc(tool),
+                        structured_output=False)
+    return [t.__name__ for t in tools]
