@@ -82,14 +82,17 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
             description="a fact to remember as it is, or a conversation: a list of messages")],
         ctx: Context, user_id: UserId = None, agent_id: str | None = None,
         run_id: str | None = None, metadata: dict[str, Any] | None = None,
+        occurred_at: Annotated[str | None, Field(
+            description="an ISO 8601 date: when it was said (default now)")] = None,
     ) -> str:
         """Remember a fact (stored and searchable at once) or a conversation (logged as a new
-        session and reflected into memories now). Returns the memories added or merged."""
+        session and reflected into memories now). Returns the memories added or merged; an
+        earlier memory it changes (a move, a new date) is marked superseded."""
         def write(user: str) -> list[Memory]:
             value = content if isinstance(content, str) else [as_turn(m) for m in content]
             return memory.add(value, user_id=user, metadata=metadata,
                               agent_id=access.scope("agent_id", agent_id),
-                              run_id=access.scope("run_id", run_id))
+                              run_id=access.scope("run_id", run_id), occurred_at=occurred_at)
 
         added = await run(ctx, user_id, write)
         return answer({"added": [memory_dict(m) for m in added]})
@@ -103,13 +106,17 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
         agent_id: str | None = None, run_id: str | None = None,
         min_score: Annotated[float | None, Field(description="drop hits below this score "
                                                              "(0 to 1)")] = None,
+        as_of: Annotated[str | None, Field(
+            description="an ISO 8601 date: search what was true then (memories said by "
+                        "that date and not yet superseded)")] = None,
     ) -> str:
         """Search the user's memories: the best hits first, each with its score in [0, 1],
-        the turns it came from (refs), its sessions, dates and validity."""
+        the turns it came from (refs), its sessions, dates and validity (a memory a later
+        one superseded says so and comes after it)."""
         result = await run(ctx, user_id, lambda user: memory.search(
             query, user_id=user, k=k, filters=filters,
             agent_id=access.scope("agent_id", agent_id), run_id=access.scope("run_id", run_id),
-            min_score=min_score))
+            min_score=min_score, as_of=as_of))
         return answer(result_dict(result))
 
     async def get(memory_id: MemoryId, ctx: Context, user_id: UserId = None

@@ -35,6 +35,24 @@ async def test_a_fact_added_is_found_by_the_next_search_with_its_fields(tmp_path
     assert top["current"] is True and len(found["hits"]) == 2
 
 
+async def test_a_changed_fact_supersedes_and_as_of_answers_the_past(tmp_path):
+    async with stdio_session(tmp_path / "m.sqlite") as s:
+        [old] = (await call(s, "add", content="The webinar is scheduled for March 20.",
+                            user_id="di", occurred_at="2024-02-01"))["added"]
+        [new] = (await call(s, "add", content="The webinar got rescheduled to March 27.",
+                            user_id="di", occurred_at="2024-02-10"))["added"]
+        now = (await call(s, "search", query="When is the webinar?", user_id="di",
+                          k=2))["hits"]
+        then = (await call(s, "search", query="When is the webinar?", user_id="di",
+                           as_of="2024-02-05"))["hits"]
+        bad = await refused(s, "search", query="webinar", user_id="di", as_of="soon")
+    assert [h["id"] for h in now] == [new["id"], old["id"]]
+    assert now[1]["current"] is False and now[1]["superseded_by"] == new["id"]
+    assert "(changed 10 February 2024 → " in now[1]["text"]
+    assert [h["id"] for h in then] == [old["id"]]
+    assert "InvalidInputError" in bad and "as_of" in bad
+
+
 async def test_a_conversation_is_reflected_and_found_with_its_turns(tmp_path):
     messages = [{"role": "user", "content": "I just started learning the cello."},
                 {"speaker": "Coach", "content": "Great, practise twenty minutes a day."},
