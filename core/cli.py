@@ -24,6 +24,8 @@ BENCHES = {
     "links": ("rmm_core.bench.links", "A-MEM link following on LoCoMo multi-hop questions"),
     "supersede": ("rmm_core.bench.supersede", "supersession rules on a labelled set of memory "
                   "pairs, against embedding similarity"),
+    "paired": ("rmm_core.bench.paired", "ingest and search time of a setting against the "
+               "defaults, in turn in one process"),
     "mcp": ("rmm_core.bench.mcp_speed", "search latency through `rmm mcp` (stdio and HTTP) "
             "against in-process search"),
 }

@@ -42,9 +42,11 @@ CUES = re.compile(
     re.IGNORECASE)
 """Words that say a fact is new or has changed."""
 
-ENDED = re.compile(r"\b(?:no longer|stopped|quit|gave up|given up|left|ended|cancel+ed)\b|"
+ENDED = re.compile(r"(?<!n't )(?<!not )(?<!never )(?<!will )(?<!'ll )(?<!to )(?<!gonna )"
+                   r"\b(?:no longer|stopped|quit|gave up|given up|left|ended|cancel+ed)\b|"
                    r"(?:n't|\bnot|\bno)\b.*\bany ?more\b", re.IGNORECASE)
-"""A state that ended: a change by itself, with no new value needed."""
+"""A state that ended: a change by itself, with no new value needed ("I won't quit" and "I'll
+quit" end nothing)."""
 _REMAINING = re.compile(r"\b(?:\d[\d,.]*|nothing|none|much|any|few|some|little)\s+"
                         r"(?:[\w'-]+\s+){0,2}left\b", re.IGNORECASE)
 """"Left" as what remains ("14 story points left"): neither an ending nor a change."""
