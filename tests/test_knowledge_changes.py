@@ -88,7 +88,7 @@ def test_a_contradiction_comes_back_together_and_flagged(mem):
     assert mem.get(worked, user_id="ana").current and mem.get(never, user_id="ana").current
     hits = mem.search("Do I know Michael?", user_id="ana", k=2)
     assert {h.memory.id for h in hits} == {worked, never}
-    assert all("contradicted by what was said on" in h.text for h in hits)
+    assert all("(contradicted on " in h.text and "ask which holds)" in h.text for h in hits)
 
 
 def test_a_partial_change_keeps_the_rest_of_the_memory(mem):

@@ -75,7 +75,7 @@ class Searcher:
         relevance_of = {c.memory.id: relevance(query_vec, r) for c, r in zip(candidates, rows)}
         result.hits = scored(result.hits, relevance_of, min_score)
         if self.config.supersession:
-            result.hits = arrange(result.hits, self._text,
+            result.hits = arrange(result.hits, self._text, query=query,
                                   current_first=as_of is None and not about_the_past(query))
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
                                        retrieval=c.score) for c in candidates]

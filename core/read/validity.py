@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 
 from ..types import Memory, MemoryHit
+from ..write.claims import topics_of
 from .context import format_date
 
 ABOUT_THE_PAST = re.compile(
@@ -52,16 +53,23 @@ def conflict_note(memory: Memory, dates: dict[str, datetime]) -> str:
     if not memory.conflicts:
         return ""
     when = sorted({format_date(dates[c]) for c in memory.conflicts if c in dates})
-    return " (contradicted by what was said " + (f"on {', '.join(when)}" if when else
-                                                 "elsewhere") + ": ask which holds)"
+    return " (contradicted " + (f"on {', '.join(when)}" if when else "elsewhere") + \
+        ": ask which holds)"
 
 
-def arrange(hits: Sequence[MemoryHit], text_of: Callable[[Memory], str], *,
+def arrange(hits: Sequence[MemoryHit], text_of: Callable[[Memory], str], *, query: str,
             current_first: bool) -> list[MemoryHit]:
-    """The same hits with, when `current_first`, each superseded memory's successor (the
-    current end of its chain among the hits) moved right before it, and each contradicted
-    memory's counterpart right after it; every text noting its validity. A successor the
-    search did not keep is not brought in: the note quotes what it changed."""
+    """The same hits, every text noting its validity; and when the query asks about what
+    changed (shares a topic with the changed words), with each superseded memory's successor
+    (the current end of its chain among the hits) moved right before it (`current_first`),
+    and each contradicted memory's counterpart right after it. A successor the search did
+    not keep is not brought in: the note quotes what changed it. A memory changed only in a
+    part the query is not about gets no note (for this question it still holds)."""
+    asked = topics_of(query)
+
+    def about(*texts: str | None) -> bool:
+        return bool(asked & topics_of(" ".join(t for t in texts if t)))
+
     by_id = {h.memory.id: h for h in hits}
     order: list[MemoryHit] = []
     placed: set[str] = set()
@@ -72,15 +80,18 @@ def arrange(hits: Sequence[MemoryHit], text_of: Callable[[Memory], str], *,
             order.append(hit)
 
     for hit in hits:
-        if current_first:
-            for successor in reversed(_chain(hit.memory, by_id)):
+        memory = hit.memory
+        if current_first and about(memory.changed_part, memory.changed_to):
+            for successor in reversed(_chain(memory, by_id)):
                 put(successor)
         put(hit)
-        for other in hit.memory.conflicts:
-            if other in by_id:
+        for other in memory.conflicts:
+            if other in by_id and about(memory.text, by_id[other].memory.text):
                 put(by_id[other])
     dates = {h.memory.id: h.memory.valid_from for h in hits}
-    return [MemoryHit(h.memory, h.score, (h.text or text_of(h.memory)) + note(h.memory) +
+    return [MemoryHit(h.memory, h.score, (h.text or text_of(h.memory)) + (
+        note(h.memory) if not h.memory.changed_part or about(h.memory.changed_part,
+                                                             h.memory.changed_to) else "") +
                       conflict_note(h.memory, dates), rank)
             for rank, h in enumerate(order)]
 

@@ -251,6 +251,12 @@ _NEAR = 6
 """Tokens either side of a value whose topics say what it is a value of."""
 
 
+def topics_of(text: str) -> frozenset[str]:
+    """What a text is about, as claims see it: content-word stems and attribute families
+    ("Where do I live?" is about `@residence`, as "I moved to Berlin" is)."""
+    return frozenset().union(*(_topics(m.group(), set()) for m in _WORD.finditer(text)))
+
+
 def _topics(token: str, named: set[str]) -> frozenset[str]:
     """What a token says a claim is about: its stem, and its attribute family if any."""
     low = token.lower()
