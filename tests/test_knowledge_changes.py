@@ -79,7 +79,7 @@ def test_a_visit_a_plan_and_another_persons_move_supersede_nothing(mem):
     assert mem.get(home, user_id="ana").current
 
 
-def test_a_contradiction_comes_back_together_and_flagged(mem):
+def test_a_contradiction_is_kept_current_on_both_sides_and_flagged(mem):
     worked = mem.add("I work with Michael every week on the budget.", user_id="ana",
                      occurred_at="2024-01-05")[0].id
     never = mem.add("I have never met Michael.", user_id="ana", occurred_at="2024-02-05")[0].id

@@ -61,10 +61,11 @@ def arrange(hits: Sequence[MemoryHit], text_of: Callable[[Memory], str], *, quer
             current_first: bool) -> list[MemoryHit]:
     """The same hits, every text noting its validity; and when the query asks about what
     changed (shares a topic with the changed words), with each superseded memory's successor
-    (the current end of its chain among the hits) moved right before it (`current_first`),
-    and each contradicted memory's counterpart right after it. A successor the search did
-    not keep is not brought in: the note quotes what changed it. A memory changed only in a
-    part the query is not about gets no note (for this question it still holds)."""
+    (the current end of its chain among the hits) moved right before it (`current_first`).
+    A successor the search did not keep is not brought in: the note quotes what changed it.
+    A memory changed only in a part the query is not about gets no note (for this question
+    it still holds). Contradicting memories keep their ranks and are flagged: moving one
+    next to the other cost more evidence than it brought (BEAM both-sides 70 -> 60)."""
     asked = topics_of(query)
 
     def about(*texts: str | None) -> bool:
@@ -85,9 +86,6 @@ def arrange(hits: Sequence[MemoryHit], text_of: Callable[[Memory], str], *, quer
             for successor in reversed(_chain(memory, by_id)):
                 put(successor)
         put(hit)
-        for other in memory.conflicts:
-            if other in by_id and about(memory.text, by_id[other].memory.text):
-                put(by_id[other])
     dates = {h.memory.id: h.memory.valid_from for h in hits}
     return [MemoryHit(h.memory, h.score, (h.text or text_of(h.memory)) + (
         note(h.memory) if not h.memory.changed_part or about(h.memory.changed_part,
