@@ -22,6 +22,7 @@ from rmm_core.agents.workflows import (
     parse_workflows,
 )
 from rmm_core.errors import InvalidInputError
+from rmm_core.models.parse import ParseError
 from rmm_core.storage.base import user_state_name
 from rmm_core.testing import ScriptedLLM
 
@@ -126,9 +127,9 @@ def test_llm_induction_and_judge(embedder):
 
 
 def test_parse_workflows_rejects_bad_answers():
-    with pytest.raises(Exception, match="steps"):
+    with pytest.raises(ParseError, match="steps"):
         parse_workflows('[{"description": "x", "steps": []}]', [])
-    with pytest.raises(Exception, match="description"):
+    with pytest.raises(ParseError, match="description"):
         parse_workflows('[{"steps": ["a"]}]', [])
     [flow] = parse_workflows('Sure!\n```json\n[{"description": "d", "steps": ["a", "b"]}]\n```',
                              ["t1"])
