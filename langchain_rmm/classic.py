@@ -18,8 +18,9 @@ from pydantic import ConfigDict, Field
 
 from rmm_core import Memory, Turn
 from rmm_core.errors import InvalidInputError
+from rmm_core.policy import check_arguments
 
-from .converters import ROLE_SPEAKERS, check_arguments, format_memories, messages_to_turns
+from .converters import ROLE_SPEAKERS, format_memories, messages_to_turns
 
 
 def _new_session_id() -> str:

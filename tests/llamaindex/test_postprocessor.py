@@ -95,3 +95,5 @@ def test_bad_use_is_a_typed_error(mem):
     assert reranker.postprocess_nodes([], query_str=QUERY) == []
     with pytest.raises(InvalidInputError, match="ReflectiveMemory"):
         RMMReranker(memory=None, user_id="u1")
+    with pytest.raises(InvalidInputError, match="top_n must be a positive integer"):
+        RMMReranker(memory=mem, user_id="u1", top_n=0)
