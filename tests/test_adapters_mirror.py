@@ -28,9 +28,16 @@ def mem():
     memory.close()
 
 
+SCHEMA = ["memory_id", "score", "rank", "refs", "session_ids", "occurred_at", "created_at",
+          "updated_at", "current", "valid_from", "valid_to", "superseded_by", "supersedes",
+          "conflicts"]
+"""The keys docs/concepts.md lists for both adapters."""
+
+
 def test_both_adapters_carry_the_same_hit_metadata(mem):
     hits = mem.search("beagle Rex", user_id="u", k=3).hits
     assert hits
+    assert list(hits[0].metadata()) == SCHEMA
     documents, nodes = hits_to_documents(hits), hits_to_nodes(hits)
     for hit, document, node in zip(hits, documents, nodes):
         ours = {k: v for k, v in node.node.metadata.items() if k != MEMORY_ID_KEY}
