@@ -175,7 +175,7 @@ class ScriptedLLM:
 
 
 def _is_one_answer(answers: object) -> bool:
-    return isinstance(answers, (str, BaseException, type)) or callable(answers)
+    return isinstance(answers, (str, BaseException)) or callable(answers)
 
 
 class DeterministicEmbedder:
