@@ -1,10 +1,11 @@
 """Quickstart: ingest a multi-session conversation, then answer recall queries from memory.
 
 Uses the sample conversation that ships with the package (Maya's five sessions with an
-assistant); `--data PATH` takes a LoCoMo file instead (its first conversation). Runs offline
-on the embedded SQLite store with the LLM-free pipeline.
+assistant); `--data PATH` takes your own conversation file instead, in the form `rmm add`
+reads (the sample's form: `{"sessions": [...], "questions": [...]}`, questions optional).
+Runs offline on the embedded SQLite store with the LLM-free pipeline.
 
-    python cookbook/quickstart.py [--data locomo10.json] [--db memory.sqlite] [--questions 5]
+    python cookbook/quickstart.py [--data conversation.json] [--db memory.sqlite] [--questions 5]
 """
 
 from __future__ import annotations
@@ -22,28 +23,22 @@ from rmm_core import ReflectiveMemory  # noqa: E402
 from rmm_core.ops.sessions_file import read_sessions, sample_path  # noqa: E402
 
 
-def sample(limit: int) -> tuple[list[dict], list[tuple[str, list[str]]]]:
-    """The packaged conversation's sessions and its questions with their gold turns."""
-    questions = json.loads(sample_path().read_text())["questions"][:limit]
-    print("Ingesting the sample conversation: Maya and her assistant, 5 sessions")
-    return read_sessions(sample_path()), [(q["question"], q["evidence"]) for q in questions]
-
-
-def locomo(path: str, limit: int) -> tuple[list[dict], list[tuple[str, list[str]]]]:
-    """The first LoCoMo conversation's sessions and questions."""
-    from rmm_core.bench.locomo import load_locomo
-
-    conv = load_locomo(path, [0])[0]
-    print(f"Ingesting LoCoMo {conv.sample_id}: {len(conv.sessions)} sessions between "
-          f"{' and '.join(conv.speakers)}")
-    return ([{"turns": s.turns, "session_id": s.session_id, "started_at": s.started_at}
-             for s in conv.sessions],
-            [(q.question, sorted(q.evidence)) for q in conv.questions[:limit]])
+def conversation(path: Path, limit: int) -> tuple[list[dict], list[tuple[str, list[str]]]]:
+    """A conversation file's sessions, and its questions with their gold turns if it has
+    any (a JSON object's `questions`, each `{"question", "evidence": [turn ids]}`)."""
+    sessions = read_sessions(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:  # JSON Lines: sessions only
+        data = {}
+    questions = data.get("questions", []) if isinstance(data, dict) else []
+    return sessions, [(q["question"], q["evidence"]) for q in questions[:limit]]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=None, help="a LoCoMo JSON file (default: the sample)")
+    parser.add_argument("--data", default=None,
+                        help="a conversation file as `rmm add` reads it (default: the sample)")
     parser.add_argument("--db", default=None, help="SQLite file (default: a temporary one)")
     parser.add_argument("--questions", type=int, default=5)
     args = parser.parse_args()
@@ -51,8 +46,10 @@ def main() -> None:
     mem = ReflectiveMemory.open(db)
     user = "demo"
     start = time.perf_counter()
-    sessions, questions = locomo(args.data, args.questions) if args.data \
-        else sample(args.questions)
+    path = Path(args.data) if args.data else sample_path()
+    sessions, questions = conversation(path, args.questions)
+    print("Ingesting " + ("the sample conversation: Maya and her assistant"
+                          if args.data is None else str(path)) + f", {len(sessions)} sessions")
     mem.add_sessions(sessions, user_id=user)
     print(f"{len(mem.turns(user_id=user))} turns -> {len(mem.memories(user_id=user))} memories "
           f"in {time.perf_counter() - start:.1f} s (store: {db})\n")

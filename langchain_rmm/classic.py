@@ -9,7 +9,6 @@ from langchain_classic.base_memory import BaseMemory
 from langchain_classic.memory.utils import get_prompt_input_key
 from langchain_core.messages import (
     AIMessage,
-    BaseMessage,
     HumanMessage,
     SystemMessage,
     get_buffer_string,
@@ -18,8 +17,9 @@ from pydantic import ConfigDict, Field
 
 from rmm_core import Memory, Turn
 from rmm_core.errors import InvalidInputError
+from rmm_core.policy import check_arguments
 
-from .converters import ROLE_SPEAKERS, check_arguments, format_memories, messages_to_turns
+from .converters import ROLE_SPEAKERS, format_memories, messages_to_turns
 
 
 def _new_session_id() -> str:
@@ -33,7 +33,8 @@ class RMMMemory(BaseMemory):
     `load_memory_variables` fills `memory_key` (default `history`) with the memories
     recalled for the chain's input and the last `history_turns` turns of this session, read
     back from the durable log (text, or messages with `return_messages=True`).
-    `save_context` appends the exchange to the log at once. `clear()` reflects the session
+    `save_context` appends the exchange to the log at once, under the names `speakers` gives
+    the human and the AI (`user` and `assistant` by default). `clear()` reflects the session
     into memories and continues in a new one; sessions also end by the core's idle timeout.
     """
 
@@ -51,6 +52,9 @@ class RMMMemory(BaseMemory):
     return_messages: bool = False
     human_prefix: str = "Human"
     ai_prefix: str = "AI"
+    speakers: dict[str, str] = Field(
+        default_factory=lambda: dict(ROLE_SPEAKERS),
+        description="Message type ('human', 'ai') -> the speaker its turns are logged as.")
 
     def __init__(self, **data: Any) -> None:
         check_arguments(data, counts=("k",))
@@ -67,7 +71,9 @@ class RMMMemory(BaseMemory):
         """Memories recalled for the input, then the session's recent turns."""
         query = inputs.get(self.input_key or get_prompt_input_key(inputs, self.memory_variables))
         hits = self.memory.search(str(query or ""), user_id=self.user_id, k=self.k)
-        recent = [_turn_message(t) for t in self._recent_turns()]
+        user = self.speakers.get("human")
+        recent = [HumanMessage(content=t.text) if t.speaker == user else AIMessage(content=t.text)
+                  for t in self._recent_turns()]
         block = format_memories(hits.hits)
         if self.return_messages:
             return {self.memory_key: [SystemMessage(content=block), *recent] if block else recent}
@@ -79,7 +85,8 @@ class RMMMemory(BaseMemory):
         """Append the exchange (input, then output) to this session's durable log."""
         key = self.input_key or get_prompt_input_key(inputs, self.memory_variables)
         turns = messages_to_turns([HumanMessage(content=str(inputs[key])),
-                                   AIMessage(content=str(outputs[self._output_key(outputs)]))])
+                                   AIMessage(content=str(outputs[self._output_key(outputs)]))],
+                                  self.speakers)
         if turns:
             self.memory.append(turns, user_id=self.user_id, session_id=self.session_id)
 
@@ -112,7 +119,3 @@ class RMMMemory(BaseMemory):
         raise InvalidInputError(
             f"got output keys {sorted(outputs)}; set output_key to the one to remember")
 
-
-def _turn_message(turn: Turn) -> BaseMessage:
-    is_user = turn.speaker == ROLE_SPEAKERS["human"]
-    return HumanMessage(content=turn.text) if is_user else AIMessage(content=turn.text)

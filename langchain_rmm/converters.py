@@ -9,16 +9,13 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from rmm_core import MemoryHit, ReflectiveMemory, Turn
-from rmm_core.errors import InvalidInputError
+from rmm_core import MemoryHit, Turn
 from rmm_core.read.context import numbered_block
-from rmm_core.types import check_id
 
 # Only the conversation is logged: system prompts are instructions, tool calls and tool
 # outputs are agent plumbing (an AI message that only calls tools has no text).
 ROLE_SPEAKERS: Mapping[str, str] = {"human": "user", "ai": "assistant"}
 """Message type -> turn speaker; pass your own mapping to name the assistant."""
-
 
 
 def message_to_turn(message: BaseMessage, speakers: Mapping[str, str] = ROLE_SPEAKERS,
@@ -76,17 +73,3 @@ def with_memories(system: SystemMessage | None, block: str) -> SystemMessage | N
     else:
         content = [*system.content, {"type": "text", "text": f"\n\n{block}"}]
     return system.model_copy(update={"content": content})
-
-
-def check_arguments(data: Mapping[str, Any], *, counts: Sequence[str] = ("k",)) -> None:
-    """Validate an adapter's `memory`, `user_id`/`session_id` and positive `counts` before
-    pydantic sees them, so bad input raises `InvalidInputError` (pydantic would wrap it)."""
-    if not isinstance(data.get("memory"), ReflectiveMemory):
-        raise InvalidInputError(
-            f"memory must be a ReflectiveMemory, not {type(data.get('memory')).__name__}")
-    check_id(data.get("user_id"), "user_id")
-    check_id(data.get("session_id"), "session_id", optional=True)
-    for name in counts:
-        value = data.get(name, 1)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")

@@ -23,9 +23,8 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
 from rmm_core import Memory, ReflectiveMemory, SearchResult
-from rmm_core.errors import InvalidInputError
 from rmm_core.learn.attribute import cited_in
-from rmm_core.policy import guarded
+from rmm_core.policy import check_arguments, guarded
 
 from .converters import (
     ROLE_SPEAKERS,
@@ -78,11 +77,7 @@ class RMMMiddleware(AgentMiddleware):
                  strict: bool = False) -> None:
         if isinstance(memory, str):  # a path or database URL: open it with the defaults
             memory = ReflectiveMemory.open(memory)
-        if not isinstance(memory, ReflectiveMemory):
-            raise InvalidInputError(
-                f"memory must be a ReflectiveMemory, not {type(memory).__name__}")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        check_arguments({"memory": memory, "k": k, "speakers": speakers}, needs_user=False)
         self.memory, self.k, self.user_key = memory, k, user_key
         self.speakers, self.citations, self.strict = dict(speakers), citations, strict
         self.on_missing_user = check_on_missing_user(on_missing_user)

@@ -12,7 +12,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from .converters import check_arguments, hits_to_documents
+from rmm_core.policy import check_arguments
+
+from .converters import hits_to_documents
 
 
 class RMMRetriever(BaseRetriever):

@@ -6,15 +6,14 @@ import logging
 import uuid
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 
 from rmm_core import Memory
-from rmm_core.policy import aguarded
-from rmm_core.types import check_id
+from rmm_core.policy import aguarded, check_arguments
 
-from .converters import check_target, hits_to_text, latest_user_text, messages_to_turns
+from .converters import ROLE_SPEAKERS, ROLES, hits_to_text, latest_user_text, messages_to_turns
 
 logger = logging.getLogger(__name__)
 
@@ -37,11 +36,14 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
         default=None, description="Session flushed turns go to; None = the Memory's session.")
     strict: bool = Field(default=False, description="Raise memory failures instead of "
                                                     "logging them (`rmm_core.policy`).")
+    speakers: dict[MessageRole, str] = Field(
+        default_factory=lambda: dict(ROLE_SPEAKERS),
+        description="Message role -> the speaker its turns are logged as (roles left out "
+                    "are not logged).")
     _last_session: str | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
-        check_target(data.get("memory"), data.get("user_id"))
-        check_id(data.get("session_id"), "session_id", optional=True)
+        check_arguments(data, roles=ROLES)
         super().__init__(**data)
 
     async def _aget(self, messages: list[ChatMessage] | None = None,
@@ -52,7 +54,7 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
         return hits_to_text(list(result or []))
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        turns = messages_to_turns(messages)
+        turns = messages_to_turns(messages, self.speakers)
         if not turns:
             return
         # BaseMemoryBlock.aput tags each flushed message with the owning Memory's session.

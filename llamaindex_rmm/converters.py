@@ -2,37 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from rmm_core import MemoryHit, ReflectiveMemory, Turn
-from rmm_core.errors import InvalidInputError
+from rmm_core import MemoryHit, Turn
 from rmm_core.read.context import numbered_block
-from rmm_core.types import check_id
 
 # Only the conversation is logged: system prompts are instructions, and tool calls and tool
 # outputs are agent plumbing (an assistant message that only calls tools has no text).
-ROLE_SPEAKERS: dict[MessageRole, str] = {
+ROLE_SPEAKERS: Mapping[str, str] = {
     MessageRole.USER: "user",
     MessageRole.ASSISTANT: "assistant",
 }
+"""Message role -> turn speaker; pass your own mapping (`speakers=`) to name the assistant."""
+
+ROLES = frozenset(role.value for role in MessageRole)
+"""The message roles a `speakers` mapping may name."""
 
 
 MEMORY_ID_KEY = "rmm_memory_id"
 """Node metadata key that marks a node as one of this library's memories."""
-
-
-def check_target(memory: object, user_id: object) -> None:
-    """Raise `InvalidInputError` unless `memory` is a `ReflectiveMemory` and `user_id` valid.
-
-    The adapters call this before pydantic validation, which would rewrap typed errors.
-    """
-    if not isinstance(memory, ReflectiveMemory):
-        raise InvalidInputError(f"memory must be a ReflectiveMemory, not {type(memory).__name__}")
-    check_id(user_id, "user_id")
 
 
 def message_text(message: ChatMessage) -> str:
@@ -40,19 +32,21 @@ def message_text(message: ChatMessage) -> str:
     return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock))
 
 
-def message_to_turn(message: ChatMessage, at: datetime | None = None) -> Turn | None:
+def message_to_turn(message: ChatMessage, speakers: Mapping[str, str] = ROLE_SPEAKERS,
+                    at: datetime | None = None) -> Turn | None:
     """A user or assistant message with text as a `Turn`; None for anything else."""
-    speaker = ROLE_SPEAKERS.get(message.role)
+    speaker = speakers.get(message.role)
     text = message_text(message)
     if speaker is None or not text.strip():
         return None
     return Turn(speaker=speaker, text=text, timestamp=at)
 
 
-def messages_to_turns(messages: Sequence[ChatMessage]) -> list[Turn]:
+def messages_to_turns(messages: Sequence[ChatMessage],
+                      speakers: Mapping[str, str] = ROLE_SPEAKERS) -> list[Turn]:
     """The loggable turns of `messages`, stamped with the current time."""
     now = datetime.now(timezone.utc)
-    turns = (message_to_turn(m, now) for m in messages)
+    turns = (message_to_turn(m, speakers, now) for m in messages)
     return [t for t in turns if t is not None]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,11 +18,12 @@ from llama_index.core.memory.types import BaseMemory
 from rmm_core import Memory as MemoryRecord
 from rmm_core import MemoryHit, ReflectiveMemory
 from rmm_core.errors import InvalidInputError
-from rmm_core.policy import aguarded
+from rmm_core.policy import aguarded, check_arguments, check_speakers
 from rmm_core.types import check_id
 
 from .converters import (
-    check_target,
+    ROLE_SPEAKERS,
+    ROLES,
     hits_to_message,
     latest_user_text,
     message_text,
@@ -66,11 +67,15 @@ class RMMMemory(BaseMemory):
         description="Share of the window's token_limit kept for the recalled memories.")
     strict: bool = Field(default=False, description="Raise memory failures instead of "
                                                     "logging them.")
+    speakers: dict[MessageRole, str] = Field(
+        default_factory=lambda: dict(ROLE_SPEAKERS),
+        description="Message role -> the speaker its turns are logged as (roles left out "
+                    "are not logged).")
     window: Memory = Field(description="The short-term window (LlamaIndex's SQL-backed Memory).")
     _pending: bool = PrivateAttr(default=False)
 
     def __init__(self, **data: Any) -> None:
-        check_target(data.get("memory"), data.get("user_id"))
+        check_arguments(data, roles=ROLES)
         super().__init__(**data)
 
     @classmethod
@@ -84,16 +89,19 @@ class RMMMemory(BaseMemory):
         chat_history: list[ChatMessage] | None = None, llm: LLM | None = None,
         tokenizer_fn: Any = None, async_database_uri: str | None = None,
         table_name: str = "llama_index_memory", memory_token_ratio: float = 0.3,
-        strict: bool = False, **kwargs: Any,
+        strict: bool = False, speakers: Mapping[str, str] = ROLE_SPEAKERS, **kwargs: Any,
     ) -> RMMMemory:
         """Memory for one user's chat `session_id`; `memory` may be a path or URL to open.
         The window lives in `async_database_uri` (for example
         `"sqlite+aiosqlite:///chat.sqlite"`), by default in the memory's own SQLite file when
         `memory` is a file path, else in process memory (gone after a restart).
-        `token_limit` defaults to 75% of the `llm`'s context window (or 3000 tokens)."""
+        `token_limit` defaults to 75% of the `llm`'s context window (or 3000 tokens);
+        `speakers` names the turns each message role is logged as (e.g.
+        `{"user": "Ann", "assistant": "Sage"}`)."""
         if kwargs:
             raise InvalidInputError(f"unexpected argument(s) {sorted(kwargs)}")
         check_id(user_id, "user_id")  # before a path is opened
+        check_speakers(speakers, ROLES)
         if isinstance(memory, str):
             if async_database_uri is None and memory != ":memory:" and "://" not in memory:
                 async_database_uri = f"sqlite+aiosqlite:///{Path(memory).resolve()}"
@@ -108,7 +116,7 @@ class RMMMemory(BaseMemory):
             tokenizer_fn=tokenizer_fn, chat_history_token_ratio=1.0 - memory_token_ratio,
             async_database_uri=async_database_uri, table_name=table_name)
         out = cls(memory=memory, user_id=user_id, k=k, memory_token_ratio=memory_token_ratio,
-                  strict=strict, window=window)
+                  strict=strict, speakers=dict(speakers), window=window)
         if chat_history:
             out.set(chat_history)
         return out
@@ -209,7 +217,7 @@ class RMMMemory(BaseMemory):
             return []
 
     async def _log(self, messages: list[ChatMessage]) -> None:
-        turns = messages_to_turns(messages)
+        turns = messages_to_turns(messages, self.speakers)
         if turns and await self._guarded("could not log the turns", lambda: self.memory.aappend(
                 turns, user_id=self.user_id, session_id=self.session_id)):
             self._pending = True

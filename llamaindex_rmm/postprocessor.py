@@ -9,8 +9,9 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from rmm_core.errors import InvalidInputError
+from rmm_core.policy import check_arguments
 
-from .converters import check_target, node_memory_id
+from .converters import node_memory_id
 
 
 class RMMReranker(BaseNodePostprocessor):
@@ -27,7 +28,7 @@ class RMMReranker(BaseNodePostprocessor):
     top_n: int = Field(default=5, gt=0, description="Nodes kept after reranking.")
 
     def __init__(self, **data: Any) -> None:
-        check_target(data.get("memory"), data.get("user_id"))
+        check_arguments(data, counts=("top_n",))
         super().__init__(**data)
 
     @classmethod

@@ -4,6 +4,7 @@ LangChain one has its own test in tests/langchain."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -158,7 +159,18 @@ def test_quickstart_runs_on_the_packaged_sample_by_default(tmp_path):
     assert "Pixel" in pet and "S2:5" in pet
 
 
-def test_quickstart_takes_a_locomo_file(tmp_path, locomo_path):
-    out = run("quickstart.py", "--data", str(locomo_path), "--db", str(tmp_path / "q.sqlite"),
-              "--questions", "1", cwd=tmp_path)
-    assert "Ingesting LoCoMo" in out and "gold turns: D" in out
+def test_quickstart_takes_the_users_own_conversation_file(tmp_path):
+    conversation = {"sessions": [
+        {"session_id": "a", "turns": [
+            {"id": "a:1", "speaker": "Ann", "text": "I keep bees on my roof in Porto."},
+            {"id": "a:2", "speaker": "Bob", "text": "Do they make much honey?"}]},
+        {"session_id": "b", "turns": [
+            {"id": "b:1", "speaker": "Ann", "text": "My daughter starts violin lessons."}]}],
+        "questions": [{"question": "Where does Ann keep bees?", "evidence": ["a:1"]}]}
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(conversation))
+    out = run("quickstart.py", "--data", str(path), "--db", str(tmp_path / "q.sqlite"),
+              cwd=tmp_path)
+    assert f"Ingesting {path}, 2 sessions" in out and "3 turns -> " in out
+    assert "Q: Where does Ann keep bees?   (gold turns: a:1)" in out
+    assert "from turns a:1" in out.split("Q: ")[1]

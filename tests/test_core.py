@@ -6,6 +6,7 @@ import sqlite3
 from datetime import datetime
 
 import pytest
+from pydantic import ValidationError
 
 from rmm_core import (
     InvalidInputError,
@@ -229,7 +230,7 @@ def test_foreign_or_corrupt_database_is_refused(tmp_path, embedder):
 
 
 def test_unknown_setting_and_bad_url_are_clear(embedder):
-    with pytest.raises(Exception, match="candidatez"):
+    with pytest.raises(ValidationError, match="candidatez"):  # pydantic's, a ValueError
         ReflectiveMemory.open(":memory:", embedder=embedder, candidatez=3)
     with pytest.raises(InvalidInputError, match="unsupported database URL"):
         ReflectiveMemory.open("mysql://host/db", embedder=embedder)

@@ -1,7 +1,7 @@
 """A-MEM notes through the public API: attributes, links, evolution, link-following search.
 
-The LLM tests use scripted fake LLMs (callables answering by prompt); the slow test runs
-the real local LLM (`rmm_core.models.local_llm`).
+The LLM tests use `rmm_core.testing.ScriptedLLM` (answers by prompt template); the slow
+test runs the real local LLM (`rmm_core.models.local_llm`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from rmm_core import ReflectiveMemory
 from rmm_core.agents.notes import ParseError, parse_links, parse_notes
 from rmm_core.errors import InvalidInputError
-from rmm_core.models import prompts
 from rmm_core.models.embed import HashEmbedder
 from rmm_core.storage.base import AttrsUpdate
+from rmm_core.testing import ScriptedLLM
 
 DOG_1 = [{"speaker": "Ann", "text": "I adopted a beagle puppy named Rex from the shelter."},
          {"speaker": "Bob", "text": "Lovely! How old is the beagle Rex?"}]
@@ -100,28 +100,22 @@ def test_update_memory_attrs_is_user_scoped_and_versioned(embedder):
 
 
 # LLM notes, links and evolution with a scripted LLM ----------------------------------------------
-class ScriptedNotesLLM:
-    """Answers the note prompt with fixed notes and the link prompt by linking note 0 and
-    evolving its context; counts calls per prompt kind."""
+def _notes_answer(call: int):
+    """The note prompt's answer: fixed keywords and tags for every note listed, and a
+    context naming the call it came from."""
+    def answer(prompt: str) -> str:
+        n = prompt.split("Notes:\n", 1)[1].count("\n[") + 1
+        return json.dumps([{"note": i, "keywords": [f"kw{i}"], "tags": ["pets"],
+                            "context": f"context {call}"} for i in range(n)])
+    return answer
 
-    def __init__(self) -> None:
-        self.calls = {"notes": 0, "links": 0}
 
-    def complete(self, prompt: str) -> str:
-        if prompt.startswith(prompts.NOTES.split("\n")[0]):
-            self.calls["notes"] += 1
-            n = prompt.split("Notes:\n", 1)[1].count("\n[") + 1
-            return json.dumps([{"note": i, "keywords": [f"kw{i}"], "tags": ["pets"],
-                                "context": f"context {self.calls['notes']}"} for i in range(n)])
-        if prompt.startswith(prompts.LINKS.split("\n")[0]):
-            self.calls["links"] += 1
-            return ('```json\n{"links": [0], "updates": [{"note": 0, '
-                    '"context": "Ann\'s dog Rex, now a chewer", "tags": ["pets", "dogs"]}]}\n```')
-        raise AssertionError(f"unexpected prompt {prompt[:80]!r}")
+LINK_NOTE_0 = ('```json\n{"links": [0], "updates": [{"note": 0, '
+               '"context": "Ann\'s dog Rex, now a chewer", "tags": ["pets", "dogs"]}]}\n```')
 
 
 def test_llm_links_and_evolution_keep_the_earlier_note(embedder):
-    llm = ScriptedNotesLLM()
+    llm = ScriptedLLM(notes=[_notes_answer(1), _notes_answer(2)], links=[LINK_NOTE_0])
     mem = ReflectiveMemory.open(":memory:", embedder=embedder, notes=True,
                                 segmentation="embedding", extraction="segment",
                                 reconciliation="threshold", llm=llm)
@@ -137,7 +131,7 @@ def test_llm_links_and_evolution_keep_the_earlier_note(embedder):
     assert old.attrs["note_history"][0]["context"] == "context 1"
     assert old.attrs["note_history"][0]["by"] == new.id
     assert old.versions[-1].reason == "evolved" and old.versions[-1].source == new.id
-    assert llm.calls == {"notes": 2, "links": 1}
+    assert llm.tasks() == ["notes", "notes", "links"]
 
 
 def test_broken_llm_notes_fall_back_to_tfidf(embedder):

@@ -1,8 +1,8 @@
 """Agent Workflow Memory: induction (rule and scripted LLM), online/offline modes, dedup,
 per-owner storage, retrieval, and the LangChain / LlamaIndex adapters.
 
-Scripted fake LLMs (plain callables) stand in for the LLM in the induction and judging tests
-and as the agents' chat models; the slow test runs the real local LLM.
+`rmm_core.testing.ScriptedLLM` stands in for the LLM in the induction and judging tests,
+the frameworks' fake chat models for the agents'; the slow test runs the real local LLM.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from rmm_core.agents.workflows import (
     parse_workflows,
 )
 from rmm_core.errors import InvalidInputError
-from rmm_core.models import prompts
+from rmm_core.models.parse import ParseError
 from rmm_core.storage.base import user_state_name
+from rmm_core.testing import ScriptedLLM
 
 FLIGHT_1 = {"task": "Book a flight from Paris to Berlin on 12 May", "steps": [
     {"observation": "home page",
@@ -103,39 +104,32 @@ def test_bad_input_is_a_typed_error(mem):
 
 
 # LLM induction with a scripted LLM --------------------------------------------------------------
-class ScriptedAWM:
-    """Induces one fixed workflow per prompt and judges runs by a word in their outcome."""
+FLIGHT_WORKFLOW = json.dumps([{"description": "Book a flight between two cities",
+                               "steps": ["search_flights({origin}, {destination}, {date})",
+                                         "select the cheapest {flight_id}", "pay"]}])
 
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
 
-    def complete(self, prompt: str) -> str:
-        self.prompts.append(prompt)
-        if prompt.startswith(prompts.INDUCE_WORKFLOWS.split("\n")[0]):
-            return json.dumps([{"description": "Book a flight between two cities",
-                                "steps": ["search_flights({origin}, {destination}, {date})",
-                                          "select the cheapest {flight_id}", "pay"]}])
-        if prompt.startswith(prompts.TASK_SUCCEEDED.split("\n")[0]):
-            return "Yes." if "Booked" in prompt else "No"
-        raise AssertionError(prompt[:80])
+def _judge(prompt: str) -> str:
+    """The success judgement: a run succeeded when its record says it booked."""
+    return "Yes." if "Booked" in prompt else "No"
 
 
 def test_llm_induction_and_judge(embedder):
-    llm = ScriptedAWM()
+    llm = ScriptedLLM(induce_workflows=[FLIGHT_WORKFLOW], task_succeeded=[_judge])
     mem = ReflectiveMemory.open(":memory:", embedder=embedder, llm=llm)
     flows = mem.workflows.induce([{**FLIGHT_1, "success": None}, FLIGHT_2, WEATHER_FAIL],
                                  user_id="u")
     assert [f.description for f in flows] == ["Book a flight between two cities"]
-    assert sum(p.startswith("Below is the record") for p in llm.prompts) == 3
-    induce_prompt = next(p for p in llm.prompts if "Runs:" in p)
+    assert llm.tasks().count("task_succeeded") == 3
+    [induce_prompt] = llm.prompts("induce_workflows")
     assert "Paris" in induce_prompt and "Tokyo" not in induce_prompt
     assert mem.workflows.record(FLIGHT_2, user_id="u")[0].support == 2
 
 
 def test_parse_workflows_rejects_bad_answers():
-    with pytest.raises(Exception, match="steps"):
+    with pytest.raises(ParseError, match="steps"):
         parse_workflows('[{"description": "x", "steps": []}]', [])
-    with pytest.raises(Exception, match="description"):
+    with pytest.raises(ParseError, match="description"):
         parse_workflows('[{"steps": ["a"]}]', [])
     [flow] = parse_workflows('Sure!\n```json\n[{"description": "d", "steps": ["a", "b"]}]\n```',
                              ["t1"])

@@ -54,6 +54,18 @@ def test_messages_mode_and_history_window(mem):
     assert isinstance(messages[1], HumanMessage)
 
 
+def test_speakers_name_the_logged_turns_and_read_back_as_messages(mem):
+    memory = RMMMemory(memory=mem, user_id="u2", return_messages=True,
+                       speakers={"human": "Ann", "ai": "Sage"})
+    memory.save_context({"input": "I moved to Porto."}, {"response": "Nice city!"})
+    assert [(t.speaker, t.text) for t in mem.turns(user_id="u2")] == [
+        ("Ann", "I moved to Porto."), ("Sage", "Nice city!")]
+    recent = memory.load_memory_variables({"input": "hello"})["history"][-2:]
+    assert [type(m).__name__ for m in recent] == ["HumanMessage", "AIMessage"]
+    with pytest.raises(InvalidInputError, match="speaker of 'ai'"):
+        RMMMemory(memory=mem, user_id="u2", speakers={"ai": ""})
+
+
 def test_ambiguous_outputs_need_an_output_key(mem):
     memory = RMMMemory(memory=mem, user_id="u1")
     with pytest.raises(InvalidInputError, match="output_key"):

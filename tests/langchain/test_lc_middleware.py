@@ -146,9 +146,21 @@ def test_user_id_from_an_object_context_and_a_custom_key(mem, chat_model):
     assert [t.text for t in mem.turns(user_id="acct-7", session_id="t")] == ["hello", "Hi."]
 
 
-@pytest.mark.parametrize("kwargs", [{"memory": object()}, {"k": 0}, {"k": "5"}])
-def test_bad_arguments_raise_typed_errors(mem, kwargs):
-    with pytest.raises(InvalidInputError):
+def test_speakers_name_the_logged_turns(mem, chat_model):
+    middleware = RMMMiddleware(mem, speakers={"human": "Ann", "ai": "Sage"})
+    agent = create_agent(chat_model("Noted."), middleware=[middleware],
+                         checkpointer=InMemorySaver())
+    run(agent, FACT, user="u1", thread="A")
+    assert [(t.speaker, t.text) for t in mem.turns(user_id="u1", session_id="A")] == [
+        ("Ann", FACT), ("Sage", "Noted.")]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"memory": object()}, "ReflectiveMemory"), ({"k": 0}, "k must"), ({"k": "5"}, "k must"),
+    ({"speakers": ["human"]}, "speakers must map"), ({"speakers": {"human": " "}}, "speaker"),
+])
+def test_bad_arguments_raise_typed_errors(mem, kwargs, match):
+    with pytest.raises(InvalidInputError, match=match):
         RMMMiddleware(**{"memory": mem, **kwargs})
 
 

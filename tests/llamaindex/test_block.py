@@ -63,11 +63,25 @@ async def test_block_async_get(mem):
     assert "Oslo" in (await memory.aget())[0].content
 
 
-def test_bad_block_arguments_are_typed_errors(mem):
-    with pytest.raises(InvalidInputError, match="ReflectiveMemory"):
-        RMMMemoryBlock(memory="nope", user_id="u1")
-    with pytest.raises(InvalidInputError, match="user_id"):
-        RMMMemoryBlock(memory=mem, user_id="")
+def test_block_speakers_name_the_flushed_turns(mem):
+    block = RMMMemoryBlock(memory=mem, user_id="u1", speakers={"user": "Ann"})
+    memory = Memory.from_defaults(session_id="chat", token_limit=60, token_flush_size=20,
+                                  chat_history_token_ratio=0.5, memory_blocks=[block])
+    chat(memory, 6)
+    logged = mem.turns(user_id="u1", session_id="chat")
+    assert logged
+    assert {t.speaker for t in logged} == {"Ann"}  # the assistant's role is left out
+    assert all(t.text.startswith("question") for t in logged)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"memory": "nope"}, "ReflectiveMemory"), ({"user_id": ""}, "user_id"),
+    ({"session_id": ""}, "session_id"), ({"k": 0}, "k must"),
+    ({"speakers": {"ai": "Sage"}}, "role 'ai'"),
+])
+def test_bad_block_arguments_are_typed_errors(mem, kwargs, match):
+    with pytest.raises(InvalidInputError, match=match):
+        RMMMemoryBlock(**{"memory": mem, "user_id": "u1", **kwargs})
 
 
 def test_block_follows_the_error_policy(mem, monkeypatch, caplog):

@@ -164,10 +164,27 @@ def test_reset_reflects_the_session_and_starts_a_new_one(mem):
     ({"user_id": "u1", "token_limit": 0}, "token_limit"),
     ({"user_id": "u1", "chat_store": None}, "unexpected"),
     ({"user_id": "u1", "session_id": ""}, "session_id"),
+    ({"user_id": "u1", "speakers": {"human": "Ann"}}, "role 'human'"),
+    ({"user_id": "u1", "speakers": {"user": ""}}, "speaker of 'user'"),
 ])
 def test_bad_arguments_are_typed_errors(mem, kwargs, match):
     with pytest.raises(InvalidInputError, match=match):
         RMMMemory.from_defaults(**{"memory": mem, **kwargs})
+
+
+def test_speakers_name_the_logged_turns(mem):
+    memory = RMMMemory.from_defaults(memory=mem, user_id="u5", session_id="named",
+                                     speakers={"user": "Ann", "assistant": "Sage"})
+    memory.put_messages([ChatMessage(role="user", content="I moved to Porto."),
+                         ChatMessage(role="assistant", content="Noted, Porto."),
+                         ChatMessage(role="system", content="instructions")])
+    assert [(t.speaker, t.text) for t in mem.turns(user_id="u5", session_id="named")] == [
+        ("Ann", "I moved to Porto."), ("Sage", "Noted, Porto.")]
+    direct = RMMMemory(memory=mem, user_id="u5", window=memory.window,
+                       speakers={"user": "Ann"})  # roles left out are not logged
+    direct.put_messages([ChatMessage(role="user", content="Hi."),
+                         ChatMessage(role="assistant", content="Hello.")])
+    assert [t.speaker for t in mem.turns(user_id="u5", session_id="named")][2:] == ["Ann"]
 
 
 def test_rejected_message_changes_nothing(mem):

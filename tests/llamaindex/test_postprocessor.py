@@ -66,15 +66,12 @@ def test_feedback_changes_the_order_of_our_nodes(mem):
     nodes = hits_to_nodes(result)
     before = [n.node.node_id for n in reranker.postprocess_nodes(nodes, query_str=QUERY)]
     target = before[-1]
-    try:
-        for _ in range(200):
-            res = mem.search(QUERY, user_id="u1", k=10)
-            mem.feedback(res, cited=[target] if target in {h.memory.id for h in res} else [])
-            after = [n.node.node_id for n in reranker.postprocess_nodes(nodes, query_str=QUERY)]
-            if after != before:
-                break
-    except NotImplementedError:
-        pytest.skip("ReflectiveMemory.feedback is not wired to core/learn/rerank.py yet")
+    for _ in range(200):
+        res = mem.search(QUERY, user_id="u1", k=10)
+        mem.feedback(res, cited=[target] if target in {h.memory.id for h in res} else [])
+        after = [n.node.node_id for n in reranker.postprocess_nodes(nodes, query_str=QUERY)]
+        if after != before:
+            break
     assert after != before
     assert after.index(target) < before.index(target)
 
@@ -98,3 +95,5 @@ def test_bad_use_is_a_typed_error(mem):
     assert reranker.postprocess_nodes([], query_str=QUERY) == []
     with pytest.raises(InvalidInputError, match="ReflectiveMemory"):
         RMMReranker(memory=None, user_id="u1")
+    with pytest.raises(InvalidInputError, match="top_n must be a positive integer"):
+        RMMReranker(memory=mem, user_id="u1", top_n=0)

@@ -1,8 +1,8 @@
 """LLM write-path stages: parsing, repair, fallback, usage, merge provenance.
 
-Every test here uses `ScriptedLLM`, a fake that answers each task from a script (no
-model); the real-model test is tests/test_llm_real.py. Memory-level tests use the real
-packaged embedder.
+Every test here uses `rmm_core.testing.ScriptedLLM`, which answers each task (named by its
+prompt template) from a script (no model); the real-model test is
+tests/models/test_llm_real.py. Memory-level tests use the real packaged embedder.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from rmm_core import ReflectiveMemory
 from rmm_core.errors import InvalidInputError, LLMError, LLMFallbackWarning
 from rmm_core.models.llm import MeteredLLM, OpenAICompatibleLLM, as_llm, start_usage
 from rmm_core.models.parse import ParseError, load_json
+from rmm_core.testing import ScriptedLLM
 from rmm_core.types import Turn
 from rmm_core.write.compress import LLMLinguaCompressor
 from rmm_core.write.extract import parse_topics
@@ -46,30 +47,6 @@ EXTRACT_1 = json.dumps({
 EXTRACT_2 = json.dumps({
     "Ann": [{"summary": "Ann's beagle Rex learned to sit.", "reference": [0]}],
     "Bob": "NO_TRAIT"})
-
-
-class ScriptedLLM:
-    """A fake LLM: answers each task (segment, extract, reconcile, continues, repair) from
-    its script; the last scripted answer repeats. Exceptions in the script are raised."""
-
-    def __init__(self, **script) -> None:
-        self.script = {kind: list(answers) for kind, answers in script.items()}
-        self.prompts: list[tuple[str, str]] = []
-
-    def complete(self, prompt: str) -> str:
-        kind = ("repair" if prompt.startswith("Your previous answer") else
-                "segment" if "Split the conversation" in prompt else
-                "extract" if "long-term notes" in prompt else
-                "reconcile" if "bank of memories" in prompt else "continues")
-        self.prompts.append((kind, prompt))
-        queue = self.script[kind]
-        answer = queue.pop(0) if len(queue) > 1 else queue[0]
-        if isinstance(answer, BaseException):
-            raise answer
-        return answer(prompt) if callable(answer) else answer
-
-    def kinds(self) -> list[str]:
-        return [kind for kind, _ in self.prompts]
 
 
 def _open(tmp_path, embedder, llm, **settings) -> ReflectiveMemory:
@@ -151,7 +128,7 @@ def test_an_llm_update_adds_the_new_summary_and_supersedes_the_stored_memory(tmp
     rex = next(m for m in first if "Rex" in m.text)
     (new,) = mem.add_session(SESSION_2, user_id="u", session_id="s2",
                              started_at=datetime(2023, 6, 1))
-    assert "Update(<stored number>" in llm.prompts[-1][1]
+    assert "Update(<stored number>" in llm.calls[-1].prompt
     assert new.text == summary and new.supersedes == [rex.id]
     old = mem.get(rex.id, user_id="u")
     assert old.superseded_by == new.id and old.changed_to == summary
@@ -172,10 +149,10 @@ def test_llm_pipeline_extracts_merges_and_counts(tmp_path, embedder):
                             started_at=datetime(2023, 5, 8))
     assert sorted(m.text for m in first) == sorted(
         t["summary"] for v in json.loads(EXTRACT_1).values() for t in v)
-    assert "08 May 2023 (Monday)" in llm.prompts[1][1]
-    assert llm.kinds() == ["segment", "extract"]  # nothing stored yet: no reconcile call
+    assert "08 May 2023 (Monday)" in llm.calls[1].prompt
+    assert llm.tasks() == ["segment", "extract"]  # nothing stored yet: no reconcile call
     second = mem.add_session(SESSION_2, user_id="u", session_id="s2")
-    assert llm.kinds()[2:] == ["extract", "reconcile"]  # 2 turns: one segment, no call
+    assert llm.tasks()[2:] == ["extract", "reconcile"]  # 2 turns: one segment, no call
     memories = {m.id: m for m in mem.memories(user_id="u")}
     assert len(memories) == 2  # the repeated fact was merged, not duplicated
     (merged,) = second
@@ -210,8 +187,8 @@ def test_one_repair_then_llm_result(tmp_path, embedder):
                       repair=[EXTRACT_1])
     mem = _open(tmp_path, embedder, llm)
     out = mem.add_session(SESSION_1, user_id="u", session_id="s1")
-    assert llm.kinds() == ["segment", "extract", "repair"]
-    assert "holds no JSON" in llm.prompts[2][1]
+    assert llm.tasks() == ["segment", "extract", "repair"]
+    assert "holds no JSON" in llm.calls[2].prompt
     assert {m.attrs.get("source") for m in out} == {"llm"}
     mem.close()
 
@@ -255,7 +232,7 @@ def test_incremental_segmenter_asks_per_turn():
     segmenter = IncrementalLLMSegmenter(MeteredLLM(llm))
     segments = segmenter.segment(SessionInput("u", "s", SESSION_1))
     assert segments == [[0, 1], [2, 3]]
-    assert len(llm.prompts) == 3
+    assert len(llm.calls) == 3
 
 
 # LLM objects ----------------------------------------------------------------------------------
@@ -325,7 +302,7 @@ def test_mixed_pipeline_uses_llm_only_where_asked(tmp_path, embedder):
     llm = ScriptedLLM(extract=[EXTRACT_1])
     mem = _open(tmp_path, embedder, llm, segmentation="embedding", reconciliation="threshold")
     mem.add_session(SESSION_1, user_id="u", session_id="s1")
-    assert llm.kinds() == ["extract"]
+    assert llm.tasks() == ["extract"]
     mem.close()
 
 
@@ -434,14 +411,14 @@ def test_an_llm_raising_its_own_timeout_error_is_a_failed_call():
 
 
 def test_respond_counts_its_llm_call_and_types_a_failure(tmp_path, embedder):
-    llm = ScriptedLLM(extract=[EXTRACT_1], continues=["Ann adopted Rex [1]."])
+    llm = ScriptedLLM(extract=[EXTRACT_1], cite=["Ann adopted Rex [1]."])
     mem = _open(tmp_path, embedder, llm, segmentation="embedding", reconciliation="threshold")
     mem.add_session(SESSION_1, user_id="u", session_id="s1")
     before = mem.usage(user_id="u")
     assert mem.respond("Who is Rex?", user_id="u").cited
     after = mem.usage(user_id="u")
     assert after["calls"] == before["calls"] + 1 and after["sessions"] == before["sessions"]
-    llm.script["continues"] = [ConnectionError("connection reset")]
+    llm.script("cite", ConnectionError("connection reset"))
     with pytest.raises(LLMError, match="ConnectionError: connection reset"):
         mem.respond("Who is Rex?", user_id="u")
     mem.close()
@@ -457,7 +434,7 @@ def test_long_llm_summary_becomes_memories_that_fit_a_hit(tmp_path, embedder):
     mem = _open(tmp_path, embedder, llm, max_hit_words=60)
     memories = mem.add_session(SESSION_1, user_id="u", session_id="s1",
                                started_at=datetime(2023, 5, 8))
-    assert "most 57 words" in llm.prompts[1][1]
+    assert "most 57 words" in llm.calls[1].prompt
     assert len(memories) == 4 and all(len(m.text.split()) <= 57 for m in memories)
     assert " ".join(m.text for m in memories) == summary  # split at sentences, nothing lost
     assert all(m.refs == ["s1:0", "s1:2"] for m in memories)
@@ -484,7 +461,7 @@ def test_llm_merge_too_long_for_a_hit_adds_instead(tmp_path, embedder):
     mem = _open(tmp_path, embedder, llm, max_hit_words=40)
     mem.add_session(SESSION_1, user_id="u", session_id="s1")
     (added,) = mem.add_session(SESSION_2, user_id="u", session_id="s2")
-    assert "most 37 words" in llm.prompts[-1][1]
+    assert "most 37 words" in llm.calls[-1].prompt
     assert added.text == "Ann's beagle Rex learned to sit." and added.refs == ["s2:0"]
     assert len(mem.memories(user_id="u")) == 3  # nothing merged, nothing lost
     assert all(len(m.text.split()) <= 37 for m in mem.memories(user_id="u"))
