@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,3 +29,13 @@ def load(dataset: str, path: str | Path, select: list[int] | None = None) -> lis
 
 CATEGORY_LABELS: dict[str, dict[str, str]] = {"locomo": CATEGORY_NAMES}
 """Dataset -> how its question categories are named in the figures (others: as they are)."""
+
+
+def load_args(dataset: str, data: str, convs: list[int] | None) -> list[Conversation] | None:
+    """`load` for a bench command: None, with the reason on stderr, when `data` cannot be
+    read as `dataset`."""
+    try:
+        return load(dataset, data, convs)
+    except (InvalidInputError, FileNotFoundError) as exc:
+        print(f"rmm bench: cannot read {data} as {dataset}: {exc}", file=sys.stderr)
+        return None

@@ -5,19 +5,17 @@ so that a machine whose speed drifts moves both sides alike."""
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import InvalidInputError
 from ..memory import ReflectiveMemory
 from ..models.embed import default_embedder
 from ..ops.commands import BAD_DATA
 from ..ops.progress import progress
-from .datasets import LOADERS, load
+from .datasets import LOADERS, load_args
 from .retrieval import parse_range, parse_setting
 
 
@@ -32,10 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        convs = load(args.dataset, args.data, parse_range(args.convs) if args.convs else None)
-    except (InvalidInputError, FileNotFoundError) as exc:
-        print(f"rmm bench: cannot read {args.data} as {args.dataset}: {exc}", file=sys.stderr)
+    convs = load_args(args.dataset, args.data, parse_range(args.convs) if args.convs else None)
+    if convs is None:
         return BAD_DATA
     embedder = default_embedder()
     sides = {"A": {}, "B": dict(parse_setting(s) for s in args.set)}

@@ -15,14 +15,13 @@ from typing import Any
 import numpy as np
 
 from ..config import unit_words as unit_budget
-from ..errors import InvalidInputError
 from ..memory import ReflectiveMemory
 from ..models.embed import Embedder, default_embedder
 from ..ops.commands import BAD_DATA
 from ..ops.progress import progress
 from ..write.units import passages
 from .baselines import RETRIEVERS, UNITS, FixedUnits, build_units
-from .datasets import CATEGORY_LABELS, LOADERS, load
+from .datasets import CATEGORY_LABELS, LOADERS, load_args
 from .dates import calendar_date, date_in_context
 from .metrics import BUDGETS, RankedUnit, fitting
 from .records import Conversation, ingest
@@ -82,10 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        convs = load(args.dataset, args.data, parse_range(args.convs) if args.convs else None)
-    except (InvalidInputError, FileNotFoundError) as exc:
-        print(f"rmm bench: cannot read {args.data} as {args.dataset}: {exc}", file=sys.stderr)
+    convs = load_args(args.dataset, args.data, parse_range(args.convs) if args.convs else None)
+    if convs is None:
         return BAD_DATA
     units = [u for u in args.baselines.split(",") if u]
     unknown = sorted(set(units) - set(UNITS))
