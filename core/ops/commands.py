@@ -47,7 +47,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "rmm inspect --user alice --limit 10\n  rmm inspect --user alice --memory ID\n"
                 "  rmm inspect --user alice --json | jq .text"),
     "search": ("search a user's memories: hits with scores and source turn ids",
-               'rmm search --user alice "when did I adopt the dog?" --k 3'),
+               'rmm search --user alice "when did I adopt the dog?" --k 3\n'
+               '  rmm search --user alice "where do I live?" --explain'),
     "reflect": ("reflect the sessions waiting for it (ended, or idle past "
                 "session_idle_timeout) into memories",
                 "rmm reflect                       (every user, LLM-free pipeline)\n"
@@ -121,6 +122,12 @@ def add_commands(commands: Any) -> None:
         if name == "search":
             sub.add_argument("query", help="what to look for")
             sub.add_argument("--k", type=int, default=5, help="hits to show (default 5)")
+            sub.add_argument("--explain", action="store_true",
+                             help="every candidate's signals (BM25, dense, best turn, "
+                                  "reranker features), the final order and the budget cut")
+            sub.add_argument("--budget", type=int, default=1000, metavar="WORDS",
+                             help="words of context the --explain cut is shown for "
+                                  "(default 1000)")
         if name == "export":
             sub.add_argument("--out", default="-", help="file to write (default: stdout)")
         if name == "import":
