@@ -66,6 +66,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
             "streamable HTTP with bearer tokens); needs the `mcp` extra",
             "rmm mcp --user alice               (stdio, for Claude Desktop, Cursor, VS Code)\n"
             "  rmm mcp --http --port 8765 --tokens-file tokens.txt"),
+    "ui": ("a local inspector page: users, memories with provenance and versions, search "
+           "explained, what the reranker learned; needs the `ui` extra",
+           "rmm ui                              (http://127.0.0.1:8766/, read-only)\n"
+           "  rmm ui alice.sqlite --write        (feedback, updates, deletes allowed)"),
     "stats": ("how many users, sessions, turns and memories; sessions waiting for reflection "
               "or failed; LLM calls and tokens",
               "rmm stats\n  rmm stats --user alice --json"),
@@ -138,6 +142,10 @@ def add_commands(commands: Any) -> None:
             from ..mcp.command import add_arguments
 
             add_arguments(sub)
+        if name == "ui":
+            from ..ui.command import add_arguments as ui_arguments
+
+            ui_arguments(sub)
         if name == "forget":
             sub.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
@@ -146,7 +154,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run one operator command; print a one-line message (no traceback) on failure."""
     out = out or sys.stdout
     try:
-        target = getattr(args, "db", None) or default_location()
+        target = getattr(args, "target", None) or getattr(args, "db", None) \
+            or default_location()
         store = _open(target, create=args._command in ("add", "import", "mcp"))
         try:
             return HANDLERS[args._command](store, args, out)

@@ -280,8 +280,14 @@ def _mcp(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     return run(store, args, out)
 
 
+def _ui(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    from ..ui.command import run
+
+    return run(store, args, out)
+
+
 HANDLERS: dict[str, Callable[[Store, argparse.Namespace, TextIO], int]] = {
-    "add": _add, "mcp": _mcp,
+    "add": _add, "mcp": _mcp, "ui": _ui,
     "users": _users, "inspect": _inspect, "search": _search, "reflect": _reflect,
     "export": _export, "import": _import, "forget": _forget, "stats": _stats,
 }
