@@ -115,9 +115,10 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
                 results[result.id] = result
                 while len(results) > KEPT_RESULTS:
                     results.popitem(last=False)
+            parts, centring = views.breakdown(explanation.rows)
             context.update(result=result, e=explanation, cut=explanation.cut(),
-                           chart=plots.stacked_bars(views.breakdown(explanation.rows),
-                                                    title="score breakdown of the hits"))
+                           centring=centring, chart=plots.stacked_bars(
+                               parts, title="score breakdown of the hits"))
         return page("search.html", request, **context)
 
     def learning_page(request: Request) -> Response:

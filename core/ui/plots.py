@@ -9,7 +9,8 @@ from markupsafe import Markup, escape
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#8c564b", "#17becf", "#bcbd22",
-           "#7f7f7f", "#d62728", "#2ca02c")
+           "#7f7f7f", "#d62728", "#2ca02c", "#393b79", "#e7ba52", "#843c39", "#5254a3",
+           "#6b6ecf", "#637939", "#ce6dbd")
 
 
 def colour(i: int) -> str:
@@ -29,7 +30,7 @@ def line_chart(series: dict[str, Sequence[tuple[float, float]]], *, title: str,
     points = [p for pts in series.values() for p in pts]
     if not points:
         return _svg(width, 40, ['<text x="4" y="24">no data yet</text>'], title)
-    left, right, top, bottom = 48, 150 if len(series) > 1 else 12, 10, 24
+    left, right, top, bottom = 48, 150 if len(series) > 1 else 30, 10, 24
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
     y0, y1 = min(min(ys), 0.0), max(max(ys), 0.0)
@@ -61,9 +62,10 @@ def line_chart(series: dict[str, Sequence[tuple[float, float]]], *, title: str,
 
 
 def stacked_bars(bars: Sequence[tuple[str, dict[str, float]]], *, title: str,
-                 width: int = 640, bar_height: int = 18) -> Markup:
+                 width: int = 720, bar_height: int = 18, legend: bool = True) -> Markup:
     """One horizontal bar per label, its named parts stacked: positive parts to the right
     of zero, negative ones to the left; a legend of the part names below."""
+    per_row = 5
     if not bars:
         return _svg(width, 40, ['<text x="4" y="24">nothing to show</text>'], title)
     names = list(dict.fromkeys(k for _, parts in bars for k in parts))
@@ -72,7 +74,7 @@ def stacked_bars(bars: Sequence[tuple[str, dict[str, float]]], *, title: str,
     neg = max(-sum(v for v in parts.values() if v < 0) for _, parts in bars) or 0.0
     scale = (width - left - right) / (pos + neg)
     zero = left + neg * scale
-    legend_rows = (len(names) + 5) // 6
+    legend_rows = -(-len(names) // per_row) if legend else 0
     height = len(bars) * (bar_height + 4) + 16 + 14 * legend_rows
     body = []
     for row, (label, parts) in enumerate(bars):
@@ -94,8 +96,8 @@ def stacked_bars(bars: Sequence[tuple[str, dict[str, float]]], *, title: str,
                         f'{value:+.3f}</title></rect>')
     base = len(bars) * (bar_height + 4) + 4
     body.append(f'<line x1="{zero:.1f}" y1="0" x2="{zero:.1f}" y2="{base}" stroke="#333"/>')
-    for n, name in enumerate(names):
-        lx, ly = left + (n % 6) * 100, base + 14 + 14 * (n // 6)
+    for n, name in enumerate(names if legend else ()):
+        lx, ly = 10 + (n % per_row) * 140, base + 14 + 14 * (n // per_row)
         body.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" '
                     f'fill="{colour(n)}"/><text x="{lx + 14}" y="{ly}" font-size="10">'
                     f'{escape(name)}</text>')
@@ -105,4 +107,4 @@ def stacked_bars(bars: Sequence[tuple[str, dict[str, float]]], *, title: str,
 def bars(values: dict[str, float], *, title: str, width: int = 640) -> Markup:
     """Signed horizontal bars, one per named value (the reranker's weights)."""
     return stacked_bars([(name, {name: value}) for name, value in values.items()],
-                        title=title, width=width)
+                        title=title, width=width, legend=False)

@@ -229,11 +229,11 @@ def bounded(text: str | None, what: str, default: int, low: int, high: int) -> i
     return value
 
 
-def breakdown(rows: Sequence[Any]) -> list[tuple[str, dict[str, float]]]:
+def breakdown(rows: Sequence[Any]) -> tuple[list[tuple[str, dict[str, float]]], float]:
     """Each returned hit's reranker score in parts, for the stacked-bar chart: its fused
-    retrieval score's parts z-scored over the candidates as the reranker reads them (plus
-    the centring that z-scoring subtracts), then each feature's weight x value. The parts
-    of a bar add up to the hit's reranker score."""
+    retrieval score's parts scaled as the reranker's z-score over the candidates reads them,
+    then each feature's weight x value; and the centring that z-score subtracts from every
+    hit alike (left out of the bars: a bar's parts plus it make the hit's reranker score)."""
     fused = np.array([r.signals["fused"] for r in rows if r.retrieval_rank >= 0
                       and r.signals["fused"] is not None], np.float32)
     mean, spread = (float(fused.mean()), float(fused.std()) + 1e-6) if len(fused) else (0, 1)
@@ -244,11 +244,10 @@ def breakdown(rows: Sequence[Any]) -> list[tuple[str, dict[str, float]]]:
         parts: dict[str, float] = {}
         if row.retrieval and row.rerank:
             parts.update({f"retrieval {k}": v / spread for k, v in row.retrieval.items()})
-            parts["centring"] = -mean / spread
         elif row.rerank:
             parts["retrieval (z)"] = row.rerank["retrieval_z"]
         elif row.signals["fused"] is not None:
             parts["retrieval (fused)"] = row.signals["fused"]
         parts.update({k: v for k, v in row.rerank.items() if k != "retrieval_z"})
         out.append((f"#{row.final_rank + 1}", parts))
-    return out
+    return out, -mean / spread

@@ -223,3 +223,13 @@ def test_missing_extra_names_the_install(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "uvicorn", None)
     with pytest.raises(MissingDependencyError, match=r'pip install "reflective-memory\[ui\]"'):
         command.load_stack()
+
+
+def test_breakdown_bars_add_up_to_the_reranker_scores(memory):
+    from rmm_core.ui.views import breakdown
+
+    e = memory.search("where do I live?", user_id="maya", k=5, explain=True).explanation
+    bars, centring = breakdown(e.rows)
+    assert [label for label, _ in bars] == [f"#{n + 1}" for n in range(len(e.hits))]
+    for (_, parts), row in zip(bars, e.hits):
+        assert sum(parts.values()) + centring == pytest.approx(row.rerank_score, abs=1e-3)
