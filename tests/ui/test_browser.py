@@ -139,13 +139,18 @@ def test_search_provenance_feedback_in_a_browser(server, browser, tmp_path):
 
     browser.find_element(By.LINK_TEXT, "search").click()
     arrive(browser, "Search")
+    budget = browser.find_element(By.NAME, "budget")
+    budget.clear()
+    budget.send_keys("300")  # a budget that cuts the five hits, so the page shows where
     box = browser.find_element(By.NAME, "q")
     box.send_keys(question)
     box.submit()
     WebDriverWait(browser, 20).until(shown.presence_of_element_located((By.ID, "cut-summary")))
     hits = browser.find_elements(By.CSS_SELECTOR, "tr.hit.returned")
     assert len(hits) == 5
-    assert "words of context hold the first" in browser.find_element(By.ID, "cut-summary").text
+    summary = browser.find_element(By.ID, "cut-summary").text
+    held = int(re.search(r"300 words of context hold the first (\d) of 5", summary).group(1))
+    assert held < 5 and len(browser.find_elements(By.CSS_SELECTOR, "tr.hit.cut")) == 1
     assert browser.find_element(By.CSS_SELECTOR, "#breakdown svg rect")
     shot(browser, tmp_path, "inspector")
 
