@@ -74,7 +74,8 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
 
     def users_page(request: Request) -> Response:
         query = request.query_params.get("q", "")
-        return page("users.html", request, users=views.users(memory, query), q=query)
+        found = views.users(memory, query, views.page_number(request.query_params.get("page")))
+        return page("users.html", request, found=found, q=query)
 
     def user_page(request: Request) -> Response:
         params = request.query_params

@@ -28,21 +28,32 @@ class UserRow:
     pending: int
 
 
-def users(memory: ReflectiveMemory, query: str = "") -> list[UserRow]:
-    """Every user (those whose id holds `query`) with their counts."""
+@dataclass(slots=True)
+class UserPage:
+    rows: list[UserRow]
+    total: int
+    page: int
+    pages: int
+
+
+def users(memory: ReflectiveMemory, query: str = "", page: int = 1,
+          per_page: int = PER_PAGE) -> UserPage:
+    """One page of the users (those whose id holds `query`), each with their counts (counted
+    for the page's users only)."""
     store = memory.store
     needle = query.casefold().strip()
+    found = sorted(u for u in store.users() if not needle or needle in u.casefold())
+    pages = max(1, -(-len(found) // per_page))
+    page = min(max(page, 1), pages)
     rows = []
-    for user in store.users():
-        if needle and needle not in user.casefold():
-            continue
+    for user in found[(page - 1) * per_page:page * per_page]:
         counts = store.counts(user)
         backlog = store.reflection_counts(user)
         sessions = store.sessions(user)
         rows.append(UserRow(user, counts["memories"],
                             sum(1 for s in sessions if s.status == "open"),
                             backlog["waiting"] + backlog["failed"]))
-    return rows
+    return UserPage(rows, len(found), page, pages)
 
 
 @dataclass(slots=True)
