@@ -38,3 +38,19 @@ def test_every_page_on_each_backend(open_memory):
     after = c.post("/feedback", data={"form_token": token, "u": "maya", "result": result,
                                       "cited": cited}).text
     assert int(re.search(r'id="examples">(\d+)', after).group(1)) == before + 1
+
+
+def test_explained_search_inside_the_database(open_memory, store_target):
+    """Searched inside PostgreSQL (no in-process index): the cosines and the fused score are
+    shown but not split into parts; the reranker's score still is."""
+    if "://" not in store_target:
+        pytest.skip("search_backend='database' is PostgreSQL's")
+    mem = open_memory(search_backend="database")
+    mem.add_sessions(read_sessions(sample_path()), user_id="maya", progress=False)
+    e = mem.search("where do I live?", user_id="maya", k=3, explain=True).explanation
+    assert len(e.hits) == 3 and all(r.retrieval == {} for r in e.rows)
+    for row in e.rows:
+        assert sum(row.rerank.values()) == pytest.approx(row.rerank_score, abs=1e-4)
+    c = TestClient(build_app(mem), base_url="http://127.0.0.1")
+    page = c.get("/search", params={"u": "maya", "q": "where do I live?"}).text
+    assert "retrieval (z)" in page
