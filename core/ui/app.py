@@ -19,14 +19,11 @@ from ..memory import ReflectiveMemory
 from ..read.explain import DEFAULT_BUDGET
 from ..types import SearchResult, check_id
 from . import plots, views
+from .guard import Guard
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-COOKIE = "rmm_ui_token"
 KEPT_RESULTS = 200
 """Search results kept for feedback (the oldest dropped first)."""
-
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 
 
 class Refused(RMMError):
@@ -168,49 +165,6 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
         status = {NotFoundError: 404, Refused: 403}.get(type(exc), 400)
         return page("error.html", request, status=status, message=str(exc))
 
-    async def guard(scope: Any, receive: Any, send: Any, app: Any) -> None:
-        """Check the token (when one is set) before anything else runs."""
-        request = Request(scope)
-        given = request.query_params.get("token") or request.cookies.get(COOKIE) or \
-            request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        if not secrets.compare_digest(given.encode(), token.encode()):
-            response: Response = HTMLResponse("a token is required: open the link "
-                                              "`rmm ui` printed", status_code=401)
-        elif "token" in request.query_params:  # keep it out of the address bar and history
-            response = RedirectResponse(request.url.remove_query_params("token"),
-                                        status_code=303)
-            response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
-        else:
-            await app(scope, receive, send)
-            return
-        await response(scope, receive, send)
-
-    class Headers:
-        """Security headers on every response, and the token guard."""
-
-        def __init__(self, app: Any) -> None:
-            self.app = app
-
-        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] != "http":
-                await self.app(scope, receive, send)
-                return
-
-            async def with_headers(message: Any) -> None:
-                if message["type"] == "http.response.start":
-                    message.setdefault("headers", [])
-                    message["headers"] += [
-                        (b"content-security-policy", CSP.encode()),
-                        (b"x-content-type-options", b"nosniff"),
-                        (b"referrer-policy", b"no-referrer"),
-                        (b"cache-control", b"no-store")]
-                await send(message)
-
-            if token:
-                await guard(scope, receive, with_headers, self.app)
-            else:
-                await self.app(scope, receive, with_headers)
-
     routes = [Route("/", users_page), Route("/user", user_page), Route("/memory", memory_page),
               Route("/search", search_page), Route("/learning", learning_page),
               Route("/feedback", feedback, methods=["POST"]),
@@ -219,5 +173,5 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
     handlers = {InvalidInputError: failed, NotFoundError: failed, Refused: failed,
                 FeedbackError: failed}
     return Starlette(routes=routes, exception_handlers=handlers, middleware=[
-        Middleware(Headers),
+        Middleware(Guard, token=token),
         Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))])
