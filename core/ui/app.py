@@ -10,6 +10,7 @@ carry it (`Authorization: Bearer`, the cookie a `?token=` link sets).
 from __future__ import annotations
 
 import secrets
+import threading
 from collections import OrderedDict
 from typing import Any
 from urllib.parse import urlencode
@@ -36,6 +37,7 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
     required on every request when given."""
     from jinja2 import Environment, PackageLoader, select_autoescape
     from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
     from starlette.middleware import Middleware
     from starlette.middleware.trustedhost import TrustedHostMiddleware
     from starlette.requests import Request
@@ -48,6 +50,8 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
         {k: v for k, v in params.items() if v not in (None, "")}) if params else "")
     form_token = secrets.token_urlsafe(24)
     results: OrderedDict[str, SearchResult] = OrderedDict()
+    """Results that can still take feedback (write mode), by id; pages run in threads."""
+    lock = threading.Lock()
 
     def page(name: str, request: Request, status: int = 200, **context: Any) -> Response:
         html = env.get_template(name).render(write=write, form_token=form_token,
@@ -56,7 +60,7 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
 
     def user_of(params: Any) -> str:
         user = check_id(params.get("u"), "user id")
-        if user not in memory.store.users():
+        if not memory.store.has_user(user):
             raise NotFoundError(f"no user {user!r} in this store")
         return user
 
@@ -109,10 +113,11 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
             result = memory.search(query, user_id=user, k=k, explain=True)
             explanation = result.explanation
             explanation.budget = budget
-            if result.hits:
-                results[result.id] = result
-                while len(results) > KEPT_RESULTS:
-                    results.popitem(last=False)
+            if write and result.hits:
+                with lock:
+                    results[result.id] = result
+                    while len(results) > KEPT_RESULTS:
+                        results.popitem(last=False)
             parts, centring = views.breakdown(explanation.rows)
             context.update(result=result, e=explanation, cut=explanation.cut(),
                            centring=centring, chart=plots.stacked_bars(
@@ -133,11 +138,13 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
     async def feedback(request: Request) -> Response:
         form = await posted(request)
         user = user_of(form)
-        result = results.get(str(form.get("result", "")))
-        if result is None or result.user_id != user:
-            raise Refused("that search result is no longer kept; search again")
-        memory.feedback(result, [str(c) for c in form.getlist("cited")])
-        results.pop(result.id, None)
+        with lock:
+            result = results.get(str(form.get("result", "")))
+            if result is None or result.user_id != user:
+                raise Refused("that search result is no longer kept; search again")
+            results.pop(result.id)
+        await run_in_threadpool(memory.feedback, result,
+                                [str(c) for c in form.getlist("cited")])
         return RedirectResponse(env.globals["link"]("/learning", u=user, done="feedback"),
                                 status_code=303)
 
@@ -147,7 +154,8 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
         memory_id = check_id(form.get("id"), "memory id")
         if form.get("confirm") != "yes":
             raise Refused("tick the confirmation box to change this memory")
-        memory.update(memory_id, str(form.get("text", "")), user_id=user)
+        await run_in_threadpool(memory.update, memory_id, str(form.get("text", "")),
+                                user_id=user)
         return RedirectResponse(env.globals["link"]("/memory", u=user, id=memory_id),
                                 status_code=303)
 
@@ -157,7 +165,7 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
         memory_id = check_id(form.get("id"), "memory id")
         if form.get("confirm") != "yes":
             raise Refused("tick the confirmation box to delete this memory")
-        memory.delete(memory_id, user_id=user)
+        await run_in_threadpool(memory.delete, memory_id, user_id=user)
         return RedirectResponse(env.globals["link"]("/user", u=user, done="deleted"),
                                 status_code=303)
 
