@@ -39,7 +39,6 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.middleware import Middleware
-    from starlette.middleware.trustedhost import TrustedHostMiddleware
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, RedirectResponse, Response
     from starlette.routing import Route
@@ -180,6 +179,5 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
               Route("/delete", delete, methods=["POST"])]
     handlers = {InvalidInputError: failed, NotFoundError: failed, Refused: failed,
                 FeedbackError: failed}
-    return Starlette(routes=routes, exception_handlers=handlers, middleware=[
-        Middleware(Guard, token=token),
-        Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))])
+    return Starlette(routes=routes, exception_handlers=handlers,
+                     middleware=[Middleware(Guard, token=token, hosts=hosts)])

@@ -16,12 +16,22 @@ HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options
            (b"referrer-policy", b"no-referrer"), (b"cache-control", b"no-store")]
 
 
-class Guard:
-    """ASGI middleware: the headers above, and the token check (`Authorization: Bearer`, the
-    cookie, or a `?token=` link, which sets the cookie and redirects to the bare address)."""
+def host_name(header: str) -> str:
+    """The name of a Host header without its port (`[::1]:8766` -> `[::1]`)."""
+    if header.startswith("["):
+        return header[:header.find("]") + 1] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
-    def __init__(self, app: Any, token: str | None = None) -> None:
-        self.app, self.token = app, token
+
+class Guard:
+    """ASGI middleware: the headers above; requests for a host name not in `hosts` refused
+    (a web page cannot reach the inspector through DNS rebinding; "*" accepts any); and the
+    token check (`Authorization: Bearer`, the cookie, or a `?token=` link, which sets the
+    cookie and redirects to the bare address)."""
+
+    def __init__(self, app: Any, token: str | None = None,
+                 hosts: tuple[str, ...] = ("*",)) -> None:
+        self.app, self.token, self.hosts = app, token, hosts
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -33,7 +43,7 @@ class Guard:
                 message["headers"] = [*message.get("headers", []), *HEADERS]
             await send(message)
 
-        refused = self._refused(scope) if self.token else None
+        refused = self._refused(scope)
         if refused is None:
             await self.app(scope, receive, with_headers)
         else:
@@ -45,6 +55,11 @@ class Guard:
         from starlette.responses import PlainTextResponse, RedirectResponse
 
         request = Request(scope)
+        if "*" not in self.hosts and host_name(request.headers.get("host", "")) \
+                not in self.hosts:
+            return PlainTextResponse("this host name is not served here", status_code=400)
+        if not self.token:
+            return None
         given = request.query_params.get("token") or request.cookies.get(COOKIE) or \
             request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         if not secrets.compare_digest(given.encode(), self.token.encode()):

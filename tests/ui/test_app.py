@@ -233,3 +233,11 @@ def test_breakdown_bars_add_up_to_the_reranker_scores(memory):
     assert [label for label, _ in bars] == [f"#{n + 1}" for n in range(len(e.hits))]
     for (_, parts), row in zip(bars, e.hits):
         assert sum(parts.values()) + centring == pytest.approx(row.rerank_score, abs=1e-3)
+
+
+def test_host_names_with_ports():
+    from rmm_core.ui.guard import host_name
+
+    assert [host_name(h) for h in ("127.0.0.1:8766", "[::1]:8766", "[::1]", "localhost",
+                                   "attacker.example:80")] == \
+        ["127.0.0.1", "[::1]", "[::1]", "localhost", "attacker.example"]
