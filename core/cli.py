@@ -28,6 +28,8 @@ BENCHES = {
                "defaults, in turn in one process"),
     "mcp": ("rmm_core.bench.mcp_speed", "search latency through `rmm mcp` (stdio and HTTP) "
             "against in-process search"),
+    "ui": ("rmm_core.bench.ui", "`rmm ui` page times on a large bank: memory pages, a "
+           "query's breakdown, search with and without explain"),
 }
 """Benchmark name -> (module with add_arguments/run, one-line help)."""
 BENCH_ALIASES = {"retrieval": ["locomo"]}

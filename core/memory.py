@@ -290,7 +290,7 @@ class ReflectiveMemory:
                filters: Mapping[str, Any] | None = None, agent_id: str | None = None,
                run_id: str | None = None, session_id: str | None = None,
                min_score: float | None = None,
-               as_of: datetime | str | None = None) -> SearchResult:
+               as_of: datetime | str | None = None, explain: bool = False) -> SearchResult:
         """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`.
 
         Turns not yet reflected are candidates too, as provisional hits (`immediate_recall`),
@@ -309,6 +309,10 @@ class ReflectiveMemory:
         asks about the past) and its text says so: "(changed 10 February 2024 → ...)".
         `as_of` (a date) searches what was true then: memories said by that time and not
         yet superseded.
+
+        `explain=True` attaches `result.explanation`: every candidate's signals (BM25, dense,
+        best turn, fused, the reranker's features), the final order and where a word budget
+        cuts the hits (`rmm_core.read.explain`); computed only when asked.
         """
         user_id = check_id(user_id, "user_id")
         query = check_query(query, self.config.max_query_chars)
@@ -322,7 +326,8 @@ class ReflectiveMemory:
         as_of = as_datetime(as_of, "as_of")
         return self._search.search(query, user_id=user_id, k=k, wanted=wanted,
                                    session_id=session_id, follow_links=follow_links,
-                                   explore=explore, min_score=min_score, as_of=as_of)
+                                   explore=explore, min_score=min_score, as_of=as_of,
+                                   explain=bool(explain))
 
     def feedback(self, result: SearchResult, cited: Sequence[str]) -> None:
         """One REINFORCE step from the memories an answer cited (retrospective reflection).

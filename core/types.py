@@ -322,6 +322,9 @@ class SearchResult(Sequence[MemoryHit]):
     hits: list[MemoryHit]
     candidates: list[MemoryHit] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict, repr=False)
+    explanation: Any = field(default=None, repr=False)
+    """`search(..., explain=True)`: each candidate's signals, the reranker's parts, the
+    final order and the word-budget cut (`rmm_core.read.explain.Explanation`)."""
 
     def __iter__(self) -> Iterator[MemoryHit]:
         return iter(self.hits)

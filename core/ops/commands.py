@@ -47,7 +47,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "rmm inspect --user alice --limit 10\n  rmm inspect --user alice --memory ID\n"
                 "  rmm inspect --user alice --json | jq .text"),
     "search": ("search a user's memories: hits with scores and source turn ids",
-               'rmm search --user alice "when did I adopt the dog?" --k 3'),
+               'rmm search --user alice "when did I adopt the dog?" --k 3\n'
+               '  rmm search --user alice "where do I live?" --explain'),
     "reflect": ("reflect the sessions waiting for it (ended, or idle past "
                 "session_idle_timeout) into memories",
                 "rmm reflect                       (every user, LLM-free pipeline)\n"
@@ -65,6 +66,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
             "streamable HTTP with bearer tokens); needs the `mcp` extra",
             "rmm mcp --user alice               (stdio, for Claude Desktop, Cursor, VS Code)\n"
             "  rmm mcp --http --port 8765 --tokens-file tokens.txt"),
+    "ui": ("a local inspector page: users, memories with provenance and versions, search "
+           "explained, what the reranker learned; needs the `ui` extra",
+           "rmm ui                              (http://127.0.0.1:8766/, read-only)\n"
+           "  rmm ui alice.sqlite --write        (feedback, updates, deletes allowed)"),
     "stats": ("how many users, sessions, turns and memories; sessions waiting for reflection "
               "or failed; LLM calls and tokens",
               "rmm stats\n  rmm stats --user alice --json"),
@@ -121,6 +126,12 @@ def add_commands(commands: Any) -> None:
         if name == "search":
             sub.add_argument("query", help="what to look for")
             sub.add_argument("--k", type=int, default=5, help="hits to show (default 5)")
+            sub.add_argument("--explain", action="store_true",
+                             help="every candidate's signals (BM25, dense, best turn, "
+                                  "reranker features), the final order and the budget cut")
+            sub.add_argument("--budget", type=int, default=1000, metavar="WORDS",
+                             help="words of context the --explain cut is shown for "
+                                  "(default 1000)")
         if name == "export":
             sub.add_argument("--out", default="-", help="file to write (default: stdout)")
         if name == "import":
@@ -131,6 +142,10 @@ def add_commands(commands: Any) -> None:
             from ..mcp.command import add_arguments
 
             add_arguments(sub)
+        if name == "ui":
+            from ..ui.command import add_arguments as ui_arguments
+
+            ui_arguments(sub)
         if name == "forget":
             sub.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
@@ -139,7 +154,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run one operator command; print a one-line message (no traceback) on failure."""
     out = out or sys.stdout
     try:
-        target = getattr(args, "db", None) or default_location()
+        target = getattr(args, "target", None) or getattr(args, "db", None) \
+            or default_location()
         store = _open(target, create=args._command in ("add", "import", "mcp"))
         try:
             return HANDLERS[args._command](store, args, out)

@@ -123,6 +123,8 @@ def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     user = _known(store, args.user)
     if args.k < 1:
         raise CommandError("--k must be at least 1", USAGE)
+    if args.budget < 1:
+        raise CommandError("--budget must be at least 1", USAGE)
     try:
         from ..config import MemoryConfig
 
@@ -130,9 +132,18 @@ def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
     try:
-        result = mem.search(args.query, user_id=user, k=args.k)
+        result = mem.search(args.query, user_id=user, k=args.k, explain=args.explain)
     except InvalidInputError as exc:
         raise CommandError(str(exc), USAGE) from exc
+    if args.explain:
+        from ..read.explain import format_explanation
+
+        result.explanation.budget = args.budget
+        if args.json:
+            out.write(json.dumps(result.explanation.as_dict()) + "\n")
+        else:
+            out.write(format_explanation(result.explanation) + "\n")
+        return OK
     for hit in result:
         if args.json:
             out.write(json.dumps({"rank": hit.rank, "score": hit.score, "id": hit.memory.id,
@@ -269,8 +280,14 @@ def _mcp(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     return run(store, args, out)
 
 
+def _ui(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    from ..ui.command import run
+
+    return run(store, args, out)
+
+
 HANDLERS: dict[str, Callable[[Store, argparse.Namespace, TextIO], int]] = {
-    "add": _add, "mcp": _mcp,
+    "add": _add, "mcp": _mcp, "ui": _ui,
     "users": _users, "inspect": _inspect, "search": _search, "reflect": _reflect,
     "export": _export, "import": _import, "forget": _forget, "stats": _stats,
 }

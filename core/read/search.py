@@ -45,8 +45,10 @@ class Searcher:
 
     def search(self, query: str, *, user_id: str, k: int, wanted: Mapping[str, Any],
                session_id: str | None, follow_links: bool, explore: bool,
-               min_score: float | None, as_of: datetime | None = None) -> SearchResult:
-        """The checked arguments of `ReflectiveMemory.search`, searched."""
+               min_score: float | None, as_of: datetime | None = None,
+               explain: bool = False) -> SearchResult:
+        """The checked arguments of `ReflectiveMemory.search`, searched (`explain`: with
+        `result.explanation`, see `rmm_core.read.explain`)."""
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
         if not query.strip():
             return result
@@ -80,6 +82,13 @@ class Searcher:
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
                                        retrieval=c.score) for c in candidates]
         result.state = {"query_vec": query_vec, "ranking": ranking}
+        if explain:
+            from .explain import explain as explained
+
+            result.explanation = explained(
+                result, indexes=None if self.database.wanted(user_id) else self.indexes,
+                weights=self.weights, reranker=self.reranker, query_vec=query_vec,
+                vectors=rows, wanted=wanted, top=top * (3 if as_of else 1))
         return result
 
     def _text(self, memory: Memory) -> str:

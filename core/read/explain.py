@@ -1,0 +1,233 @@
+"""Why a search returned what it returned: each candidate's retrieval signals, what the
+reranker made of them, the final order and where a word budget cuts the hits.
+
+Computed only for `search(..., explain=True)`, after the search, from what it kept (the
+candidates, the reranker's `Ranking`) plus one more pass of the index's fusion for the
+signals' scale; a plain search pays nothing for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..metadata import matches
+from ..text import count_words
+from ..types import MemoryHit, SearchResult
+from .fusion import FusionWeights, Scale, scaled
+from .provisional import PREFIX
+
+if TYPE_CHECKING:
+    from .cache import IndexCache
+
+DEFAULT_BUDGET = 1000
+"""Words of context the cut is shown for unless asked otherwise (the Rtok@1000 budget)."""
+
+RETRIEVAL_PARTS = ("bm25", "dense", "turn", "neighbours", "assistant")
+"""The parts a candidate's fused retrieval score is the sum of."""
+
+
+@dataclass(slots=True)
+class Row:
+    """One candidate of a search, explained."""
+
+    memory_id: str
+    text: str
+    retrieval_rank: int
+    """Its place among the candidates by fused retrieval score (0 = best)."""
+    signals: dict[str, float | None]
+    """Raw signals: `bm25` (None: scored outside the bank's index), `dense` (cosine to its own
+    vector), `turn` (best cosine among its turns' vectors), `fused` (retrieval score)."""
+    retrieval: dict[str, float]
+    """The fused score's parts (`RETRIEVAL_PARTS`; empty when the index was not used)."""
+    rerank: dict[str, float]
+    """What the reranker added: `retrieval_z` (the fused score z-scored over the
+    candidates) and each feature's weight x value (features reranker)."""
+    rerank_score: float | None
+    """The reranker's score (None: no reranker ran)."""
+    rerank_rank: int | None
+    final_rank: int | None
+    """Its place in the returned hits (None: not returned)."""
+    relevance: float
+    words: int
+    provisional: bool
+
+
+@dataclass(slots=True)
+class Explanation:
+    """A search explained: every candidate (`rows`, in final order, then the rest by rerank
+    order) and where `budget` words of context would cut the hits."""
+
+    query: str
+    rows: list[Row]
+    reranker: str
+    weights: dict[str, float] = field(default_factory=dict)
+    budget: int = DEFAULT_BUDGET
+
+    @property
+    def hits(self) -> list[Row]:
+        """The returned hits' rows, in final order."""
+        return [r for r in self.rows if r.final_rank is not None]
+
+    def cut(self, budget: int | None = None) -> int:
+        """How many of the hits fit `budget` words (default `self.budget`), taken in order;
+        strict: the first hit that does not fit ends the list."""
+        budget = self.budget if budget is None else budget
+        used = 0
+        for n, row in enumerate(self.hits):
+            used += row.words
+            if used > budget:
+                return n
+        return len(self.hits)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the CLI's `--json`)."""
+        return {"query": self.query, "reranker": self.reranker, "weights": self.weights,
+                "budget": self.budget, "cut": self.cut(),
+                "rows": [{f: getattr(r, f) for f in Row.__slots__} for r in self.rows]}
+
+
+def explain(result: SearchResult, *, indexes: IndexCache | None, weights: FusionWeights,
+            reranker: Any, query_vec: np.ndarray, vectors: Sequence[np.ndarray],
+            wanted: Mapping[str, Any], top: int, budget: int = DEFAULT_BUDGET) -> Explanation:
+    """The explanation of a finished search. `vectors` are its candidates' vector rows in
+    candidate order, `wanted`/`top` the metadata filter and depth it searched the index
+    with, `indexes` None when it searched inside the database (no index scale)."""
+    candidates = result.candidates
+    ranking = result.state.get("ranking")
+    dense, turn = _cosines(query_vec, vectors)
+    parts, bm25 = _retrieval_parts(result, indexes, weights, query_vec, wanted, top, turn)
+    rerank, named = _rerank_parts(result, reranker, ranking, len(query_vec))
+    order = list(ranking.order) if ranking is not None else list(range(len(candidates)))
+    rerank_rank = {i: n for n, i in enumerate(order)}
+    final = {h.memory.id: h.rank for h in result.hits}
+    rows = []
+    for i, c in enumerate(candidates):
+        mid = c.memory.id
+        rows.append(Row(
+            memory_id=mid, text=c.text, retrieval_rank=i,
+            signals={"bm25": bm25.get(mid), "dense": float(dense[i]), "turn": float(turn[i]),
+                     "fused": float(c.retrieval if c.retrieval is not None else c.score)},
+            retrieval=parts.get(mid, {}), rerank=rerank[i] if rerank else {},
+            rerank_score=float(ranking.scores[i]) if ranking is not None else None,
+            rerank_rank=rerank_rank.get(i), final_rank=final.get(mid), relevance=c.score,
+            words=count_words(c.text), provisional=mid.startswith(PREFIX)
+            or bool(c.memory.attrs.get("provisional"))))
+    extra = [h for h in result.hits if h.memory.id not in {c.memory.id for c in candidates}]
+    rows += [_linked(h) for h in extra]  # A-MEM links: returned without being candidates
+    big = len(rows) + 1
+    rows.sort(key=lambda r: (r.final_rank if r.final_rank is not None else big,
+                             r.rerank_rank if r.rerank_rank is not None else big))
+    return Explanation(result.query, rows, reranker_kind(reranker), named, budget)
+
+
+def reranker_kind(reranker: Any) -> str:
+    model = getattr(getattr(reranker, "scorer", None), "model", None)
+    return getattr(model, "kind", "none") if model is not None else "none"
+
+
+def _cosines(query_vec: np.ndarray, vectors: Sequence[np.ndarray]
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Each candidate's own cosine and its best turn's (its own when it has no turns)."""
+    dense = np.zeros(len(vectors), np.float32)
+    turn = np.zeros(len(vectors), np.float32)
+    for i, rows in enumerate(vectors):
+        if len(rows):
+            sims = np.asarray(rows, np.float32) @ query_vec
+            dense[i] = sims[0]
+            turn[i] = sims[1:].max() if len(sims) > 1 else sims[0]
+    return dense, turn
+
+
+def _retrieval_parts(result: SearchResult, indexes: IndexCache | None,
+                     weights: FusionWeights, query_vec: np.ndarray,
+                     wanted: Mapping[str, Any], top: int, turn: np.ndarray
+                     ) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """Per memory id: the fused score's parts and its raw BM25, on the scale the index's
+    fusion z-scores with (found again by the same fusion, which is deterministic)."""
+    if indexes is None:
+        return {}, {}
+    index = indexes.get(result.user_id)
+    if not len(index):
+        return {}, {}
+    subset = np.flatnonzero([matches(m, wanted) for m in index.metadata]) if wanted else None
+    found = index.search(result.query, query_vec, top=top, weights=weights, subset=subset)
+    scale: Scale | None = found.scale
+    position = {mid: p for p, mid in enumerate(index.ids)}
+    lexical = index.lexical_scores(result.query)
+    unit = index.unit_scores(query_vec)
+    parts: dict[str, dict[str, float]] = {}
+    bm25: dict[str, float] = {}
+    for i, c in enumerate(result.candidates):
+        p = position.get(c.memory.id)
+        if p is None or scale is None:
+            continue
+        bm25[c.memory.id] = float(lexical[p])
+        lex = weights.lexical * float(scaled(lexical[p], scale.lexical or (0.0, 1.0)))
+        den = weights.dense * float(scaled(unit[p], scale.unit))
+        tur = weights.turn * float(scaled(turn[i], scale.turn))
+        spread = scale.fused if scale.fused is not None else 1.0
+        helper = weights.assistant * spread * float(weights.by_assistant(c.memory.speakers))
+        fused = float(c.retrieval if c.retrieval is not None else 0.0)
+        parts[c.memory.id] = {"bm25": lex, "dense": den, "turn": tur, "assistant": -helper,
+                              "neighbours": fused - lex - den - tur + helper}
+    return parts, bm25
+
+
+def _rerank_parts(result: SearchResult, reranker: Any, ranking: Any, dim: int
+                  ) -> tuple[list[dict[str, float]], dict[str, float]]:
+    """Per candidate, the reranker's score in parts (features reranker: z(fused) and each
+    feature's weight x value), and the weights by name."""
+    if ranking is None or getattr(ranking, "features", None) is None:
+        return [], {}
+    from ..learn.rerank_features import FEATURES
+    from ..learn.rerank_policy import zscore
+
+    w = reranker.weights_for(result.user_id, dim).w
+    base = zscore(ranking.fused)
+    parts = [{"retrieval_z": float(base[i]),
+              **{name: float(ranking.features[i, j] * w[j]) for j, name in enumerate(FEATURES)}}
+             for i in range(len(ranking.fused))]
+    return parts, {name: float(v) for name, v in zip(FEATURES, w)}
+
+
+def _linked(hit: MemoryHit) -> Row:
+    return Row(hit.memory.id, hit.text, -1, {"bm25": None, "dense": None, "turn": None,
+                                            "fused": None}, {}, {}, None, None, hit.rank,
+               hit.score, count_words(hit.text), False)
+
+
+def format_explanation(explanation: Explanation, *, width: int = 60) -> str:
+    """The explanation as a table for a terminal (`rmm search --explain`)."""
+    def num(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    lines = [f"query: {explanation.query}", f"reranker: {explanation.reranker}; "
+             f"{explanation.budget} words of context hold the first {explanation.cut()} "
+             f"of {len(explanation.hits)} hits",
+             f"{'final':>5} {'rerank':>6} {'retr':>4} {'bm25':>6} {'dense':>6} {'turn':>6} "
+             f"{'fused':>6} {'rerank':>7} {'words':>5}  text"]
+    cut = explanation.cut()
+    for row in explanation.rows:
+        if row.final_rank is not None and row.final_rank == cut and cut < len(explanation.hits):
+            lines.append(f"  ---- {explanation.budget} words: the hits below do not fit ----")
+        s = row.signals
+        flat = " ".join(row.text.split())
+        text = ("[provisional] " if row.provisional else "") + flat[:width]
+        lines.append(
+            f"{_place(row.final_rank):>5} {_place(row.rerank_rank):>6} "
+            f"{_place(row.retrieval_rank if row.retrieval_rank >= 0 else None):>4} "
+            f"{num(s['bm25']):>6} {num(s['dense']):>6} {num(s['turn']):>6} {num(s['fused']):>6} "
+            f"{num(row.rerank_score):>7} {row.words:>5}  {text}")
+        top = sorted(((v, k) for k, v in row.rerank.items() if k != "retrieval_z" and v),
+                     key=lambda item: -abs(item[0]))[:3]
+        if row.final_rank is not None and top:
+            lines.append("       reranker: " + ", ".join(f"{k} {v:+.2f}" for v, k in top))
+    return "\n".join(lines)
+
+
+def _place(rank: int | None) -> str:
+    return "-" if rank is None else str(rank + 1)
