@@ -68,10 +68,10 @@ class Searcher:
         if follow_links:
             from .links import follow_links as with_links
 
-            top = {h.memory.id for h in result.hits}
+            kept = {h.memory.id for h in result.hits}
             result.hits = with_links(
                 self.store, user_id, [*result.hits, *(c for c in candidates
-                                                      if c.memory.id not in top)],
+                                                      if c.memory.id not in kept)],
                 query_vec, k=k, per_hit=self.config.note_follow, text_of=self._text)
             result.hits = [h for h in result.hits if matches(h.memory.metadata, wanted)]
         relevance_of = {c.memory.id: relevance(query_vec, r) for c, r in zip(candidates, rows)}
