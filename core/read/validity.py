@@ -14,9 +14,11 @@ from .context import format_date
 ABOUT_THE_PAST = re.compile(
     r"\b(?:before|used to|previous(?:ly)?|former(?:ly)?|original(?:ly)?|at first|"
     r"initial(?:ly)?|in the past|back then|back when|earlier|prior|old|first time|"
-    r"at the (?:start|beginning))\b", re.IGNORECASE)
-"""A question about how things were ("where did I live before Berlin?"): its hits keep
-their rank, the superseded memory is the answer."""
+    r"at the (?:start|beginning)|order|sequence|summar\w*|progress\w*|over time|history|"
+    r"timeline|throughout|evolv\w*|develop(?:ed|ment of))\b", re.IGNORECASE)
+"""A question about how things were ("where did I live before Berlin?") or how they went
+("the order in which...", "summarise how my project progressed"): its hits keep their
+rank, the superseded memories are part of the answer."""
 
 NOTE_WORDS = 16
 """Most words quoted from a successor in a superseded hit's note."""
