@@ -1,6 +1,6 @@
 """`rmm bench paired`: what a setting costs in ingest and search time, measured against the
-defaults in the same process, session by session and query by query in turn (A B A B ...),
-so that a machine whose speed drifts moves both sides alike."""
+defaults in the same process, session by session and query by query in turn (A B, then
+B A, ...), so that a machine whose speed drifts moves both sides alike."""
 
 from __future__ import annotations
 
@@ -42,17 +42,17 @@ def run(args: argparse.Namespace) -> int:
                                             progress=False, **settings)
                 for side, settings in sides.items()}
         for conv in convs:
-            for session in progress(conv.sessions, desc=f"{conv.sample_id} sessions",
-                                    unit="session"):
-                for side, mem in mems.items():
+            for i, session in enumerate(progress(conv.sessions, unit="session",
+                                                 desc=f"{conv.sample_id} sessions")):
+                for side, mem in _turn(mems, i):
                     start = time.perf_counter()
                     mem.add_session(session.turns, user_id=conv.sample_id,
                                     session_id=session.session_id,
                                     started_at=session.started_at)
                     ingest[side] += time.perf_counter() - start
-            for q in progress(conv.questions * args.repeat, desc=f"{conv.sample_id} questions",
-                              unit="question"):
-                for side, mem in mems.items():
+            for i, q in enumerate(progress(conv.questions * args.repeat, unit="question",
+                                           desc=f"{conv.sample_id} questions")):
+                for side, mem in _turn(mems, i):
                     start = time.perf_counter()
                     mem.search(q.question, user_id=conv.sample_id, k=5)
                     search[side].append(time.perf_counter() - start)
@@ -69,3 +69,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"search p95  A {p95['A']:.2f} ms   B {p95['B']:.2f} ms   "
           f"B/A {p95['B'] / p95['A']:.3f}")
     return 0
+
+
+def _turn(mems: dict[str, ReflectiveMemory], i: int) -> list[tuple[str, ReflectiveMemory]]:
+    """Both sides, A first on even steps and B first on odd ones: whatever the first call
+    warms up for the second is shared out evenly."""
+    items = list(mems.items())
+    return items if i % 2 == 0 else items[::-1]

@@ -146,22 +146,25 @@ class Searcher:
         return [(stored[mid], score, rows[mid]) for mid, score in found
                 if mid in stored and mid in rows], scale
 
-    def similar(self, user_id: str, memory: Memory, vector: np.ndarray, top: int) -> list[str]:
-        """The ids of the user's `top` memories nearest to `memory` (its text and vector
-        fused as a query's are) among those carrying its scalar metadata."""
-        wanted = {k: (v,) for k, v in memory.metadata.items()
-                  if isinstance(v, (str, int, float, bool))}
+    def similar(self, user_id: str, text: str, vector: np.ndarray,
+                metadata: Mapping[str, Any], top: int) -> list[str]:
+        """The ids of the user's memories nearest to a written one, among those carrying its
+        scalar `metadata`: the `top` nearest to its `vector` and the `top` best for `text`
+        by BM25 (cheaper than a search's fusion, and a write needs no ranking)."""
+        wanted = {k: (v,) for k, v in metadata.items() if isinstance(v, (str, int, float, bool))}
         database = self.database  # a write never starts the `auto` build; a search does
         if (database.ready or database.backend == "database") and database.wanted(user_id):
-            return [mid for mid, _ in database.candidates(
-                user_id, memory.text, vector, top, wanted)[0]]
+            return [mid for mid, _ in database.candidates(user_id, text, vector, top,
+                                                          wanted)[0]]
         index = self.indexes.get(user_id)
         if not len(index):
             return []
-        subset = np.flatnonzero([matches(m, wanted) for m in index.metadata]) \
-            if wanted else None
-        found = index.search(memory.text, vector, top=top, weights=self.weights, subset=subset)
-        return [index.ids[p] for p in found.positions]
+        keep = (lambda p: matches(index.metadata[p], wanted)) if wanted else (lambda p: True)
+        dense = [p for p in index.dense_scores(vector, top * 4) if keep(p)][:top]
+        lexical = index.lexical_scores(text)
+        best = np.argsort(-lexical, kind="stable")[: top * 4]
+        words = [int(p) for p in best if lexical[p] > 0 and keep(int(p))][:top]
+        return [index.ids[p] for p in dict.fromkeys([*dense, *words])]
 
     def best_similarity(self, query: str, user_id: str) -> float:
         """The best cosine of any of the user's memories to `query` (0 when none)."""

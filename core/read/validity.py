@@ -68,6 +68,8 @@ def arrange(hits: Sequence[MemoryHit], text_of: Callable[[Memory], str], *, quer
     A memory changed only in a part the query is not about gets no note (for this question
     it still holds). Contradicting memories keep their ranks and are flagged: moving one
     next to the other cost more evidence than it brought (BEAM both-sides 70 -> 60)."""
+    if not any(h.memory.valid_to or h.memory.conflicts for h in hits):
+        return list(hits)
     asked = topics_of(query)
 
     def about(*texts: str | None) -> bool:

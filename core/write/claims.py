@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..text import STOP_WORDS as STOPWORDS
 
@@ -327,6 +328,7 @@ _AGAIN = ("resched", "rebook", "rearrang", "relocat")
 """Verbs whose "re-" means "again": 'rescheduled' is about what was 'scheduled'."""
 
 
+@lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     """A crude English stem, enough to match 'scheduled' with 'rescheduled' and 'smoke' with
     'smoking': the inflection, a doubled last consonant and a final 'e' go."""

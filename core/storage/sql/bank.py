@@ -193,7 +193,8 @@ class MemoryBankSQL(IndexDataSQL):
                                  "WHERE memory_id = ? AND user_id = ?", (mid, user_id))[0] + 1
                 db.run(_VERSION_INSERT, (mid, user_id, version, text, refs, "superseded", now,
                                          source))
-            self._bump(db, user_id, ids)
+            # no generation bump: nothing a search index or sample holds depends on validity,
+            # and searches read it from the rows they return
         return self.memories(user_id, ids)
 
     def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
