@@ -33,6 +33,11 @@ from rmm_core.bench.records import ingest  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
+LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / \
+    "locomo10_dev.json"
+"""The LoCoMo dev file beside the clone (as tests/conftest.py finds it; importing conftest
+by name would find another test folder's)."""
+
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM and DRIVER),
     reason="no chromium and chromedriver on PATH (apt-get install chromium chromium-driver)")
@@ -50,8 +55,6 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def locomo_store(tmp_path_factory, embedder):
-    from conftest import LOCOMO
-
     if not LOCOMO.exists():
         pytest.skip("../shared/data/locomo/locomo10_dev.json is absent (it ships beside CI's "
                     "clone, not with the package)")
