@@ -234,10 +234,7 @@ class ReflectiveMemory:
 
     def _superseding(self, user_id: str, written: list[Memory]) -> list[Memory]:
         """`written` with what supersession found they change recorded (when it is on)."""
-        if self._supersede is None:
-            return written
-        changed = {m.id: m for m in self._supersede(user_id, written)}
-        return [changed.get(m.id, m) for m in written]
+        return self._supersede(user_id, written) if self._supersede else written
 
     def get(self, memory_id: str, *, user_id: str) -> Memory:
         """One memory of the user, with its versions; `NotFoundError` if there is none."""

@@ -42,6 +42,11 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """`moment` comparable with zoned times: a naive one is taken as UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
 def as_datetime(value: Any, what: str) -> datetime | None:
     """Accept a datetime, an ISO string or epoch seconds; reject anything else."""
     if value is None or isinstance(value, datetime):

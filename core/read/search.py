@@ -53,7 +53,8 @@ class Searcher:
         if not query.strip():
             return result
         top = max(k, self.config.candidates)
-        pool = self._pool(user_id, query, top * (3 if as_of else 1), wanted, session_id)
+        depth = top * 3 if as_of else top  # as_of filters the pool: draw more
+        pool = self._pool(user_id, query, depth, wanted, session_id)
         if pool is None:
             return result
         found, query_vec = pool
@@ -77,7 +78,7 @@ class Searcher:
         relevance_of = {c.memory.id: relevance(query_vec, r) for c, r in zip(candidates, rows)}
         result.hits = scored(result.hits, relevance_of, min_score)
         if self.config.supersession:
-            result.hits = arrange(result.hits, self._text, query=query,
+            result.hits = arrange(result.hits, query=query,
                                   current_first=as_of is None and not about_the_past(query))
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
                                        retrieval=c.score) for c in candidates]
@@ -88,7 +89,7 @@ class Searcher:
             result.explanation = explained(
                 result, indexes=None if self.database.wanted(user_id) else self.indexes,
                 weights=self.weights, reranker=self.reranker, query_vec=query_vec,
-                vectors=rows, wanted=wanted, top=top * (3 if as_of else 1))
+                vectors=rows, wanted=wanted, top=depth)
         return result
 
     def _text(self, memory: Memory) -> str:

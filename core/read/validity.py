@@ -4,10 +4,10 @@ replaced it, each saying in words whether it changed, and the view as of a past 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import datetime
 
-from ..types import Memory, MemoryHit
+from ..types import Memory, MemoryHit, as_utc
 from ..write.claims import topics_of
 from .context import format_date
 
@@ -28,15 +28,11 @@ def about_the_past(query: str) -> bool:
     return bool(ABOUT_THE_PAST.search(query))
 
 
-def _utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
 def valid_at(memory: Memory, moment: datetime) -> bool:
     """Whether the memory was said by `moment` and not yet superseded then."""
-    moment = _utc(moment)
-    return _utc(memory.valid_from) <= moment and (
-        memory.valid_to is None or _utc(memory.valid_to) > moment)
+    moment = as_utc(moment)
+    return as_utc(memory.valid_from) <= moment and (
+        memory.valid_to is None or as_utc(memory.valid_to) > moment)
 
 
 def note(memory: Memory) -> str:
@@ -59,8 +55,8 @@ def conflict_note(memory: Memory, dates: dict[str, datetime]) -> str:
         ": ask which holds)"
 
 
-def arrange(hits: Sequence[MemoryHit], text_of: Callable[[Memory], str], *, query: str,
-            current_first: bool) -> list[MemoryHit]:
+def arrange(hits: Sequence[MemoryHit], *, query: str, current_first: bool
+            ) -> list[MemoryHit]:
     """The same hits, every text noting its validity; and when the query asks about what
     changed (shares a topic with the changed words), with each superseded memory's successor
     (the current end of its chain among the hits) moved right before it (`current_first`).
@@ -71,10 +67,9 @@ def arrange(hits: Sequence[MemoryHit], text_of: Callable[[Memory], str], *, quer
     if not any(h.memory.valid_to or h.memory.conflicts for h in hits):
         return list(hits)
     asked = topics_of(query)
-
-    def about(*texts: str | None) -> bool:
-        return bool(asked & topics_of(" ".join(t for t in texts if t)))
-
+    asks = {h.memory.id: bool(asked & topics_of(  # is the query about what changed?
+        " ".join(t for t in (h.memory.changed_part, h.memory.changed_to) if t)))
+        for h in hits if h.memory.valid_to}
     by_id = {h.memory.id: h for h in hits}
     order: list[MemoryHit] = []
     placed: set[str] = set()
@@ -86,14 +81,13 @@ def arrange(hits: Sequence[MemoryHit], text_of: Callable[[Memory], str], *, quer
 
     for hit in hits:
         memory = hit.memory
-        if current_first and about(memory.changed_part, memory.changed_to):
+        if current_first and asks.get(memory.id):
             for successor in reversed(_chain(memory, by_id)):
                 put(successor)
         put(hit)
     dates = {h.memory.id: h.memory.valid_from for h in hits}
-    return [MemoryHit(h.memory, h.score, (h.text or text_of(h.memory)) + (
-        note(h.memory) if not h.memory.changed_part or about(h.memory.changed_part,
-                                                             h.memory.changed_to) else "") +
+    return [MemoryHit(h.memory, h.score, h.text + (
+        note(h.memory) if not h.memory.changed_part or asks.get(h.memory.id) else "") +
                       conflict_note(h.memory, dates), rank)
             for rank, h in enumerate(order)]
 

@@ -56,7 +56,7 @@ class Reflector:
         self.supersede: Callable[[str, list[Memory], list[FactChange]], list[Memory]] \
             | None = None
         """Records what the committed memories change, with the changes reconciliation
-        decided (`supersede.Supersession`); returns the memories it changed."""
+        decided (`supersede.Supersession`); returns them as they are then."""
 
     def reflect(self, state: SessionState) -> list[Memory]:
         """Reflect the turns after `state.reflected`; [] when another worker did it first.
@@ -80,8 +80,7 @@ class Reflector:
                 raise ReflectionError(f"reflecting session {state.session_id!r} failed: "
                                       f"{type(exc).__name__}: {exc}") from exc
             if done and self.supersede is not None:
-                changed = {m.id: m for m in self.supersede(state.user_id, done, replaced)}
-                done = [changed.get(m.id, m) for m in done]
+                done = self.supersede(state.user_id, done, replaced)
             if done and self.after_commit is not None:
                 done = self._after_commit(state, done)
         return done or []
@@ -128,9 +127,8 @@ class Reflector:
                 memory = self._memory(state, draft)
                 if decision.replaces:  # the LLM's update: the new summary supersedes
                     memory.text = memory.key = decision.text or draft.text
-                    replaced.append(FactChange(decision.replaces, memory.id,
-                                                     memory.valid_from, "supersedes",
-                                                     by=memory.text))
+                    replaced.append(FactChange(decision.replaces, memory.id, memory.valid_from,
+                                               "supersedes", by=memory.text))
                 adds.append(NewMemory(memory, vecs))
             elif decision.target in merges:  # a second draft folded into the same memory
                 merge = merges[decision.target]

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ..storage.base import Store
-from ..types import FactChange, Memory
+from ..types import FactChange, Memory, as_utc
 from .claims import SINGLE_VALUED, Claim, Value, claims
 
 log = logging.getLogger("rmm_core.write.supersede")
@@ -77,7 +77,11 @@ def may_change(new_claims: Sequence[Claim]) -> bool:
     value of at a time, or denies something. A memory with none is not searched for
     candidates of its own (most are not: 8 % of one BEAM chat's memories are); it is still
     compared with those of the other memories written with it."""
-    return any(not c.hypothetical and (_changing(c) or c.denial) for c in new_claims)
+    return any(_may_change(c) for c in new_claims)
+
+
+def _may_change(claim: Claim) -> bool:
+    return not claim.hypothetical and (_changing(claim) or claim.denial)
 
 
 def _changing(claim: Claim) -> bool:
@@ -86,10 +90,8 @@ def _changing(claim: Claim) -> bool:
 
 
 def _moment(memory: Memory) -> datetime:
-    """When a memory became true, comparable whether or not its date carries a zone (UTC
-    assumed)."""
-    at = memory.valid_from
-    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+    """When a memory became true, comparable whether or not its date carries a zone."""
+    return as_utc(memory.valid_from)
 
 
 @lru_cache(maxsize=8192)
@@ -111,29 +113,31 @@ class Supersession:
     def __init__(self, store: Store, similar: Similar, *, candidates: int = 12,
                  assistants: Collection[str] = ("assistant",)) -> None:
         self.store, self.similar, self.candidates = store, similar, candidates
-        self.assistants = tuple(assistants)
+        self.assistants = tuple(sorted(assistants))
 
     def __call__(self, user_id: str, new: Sequence[Memory],
                  known: Sequence[FactChange] = ()) -> list[Memory]:
-        """Record what `new` (already stored) changes, with the `known` changes (an LLM's
-        updates); return the memories changed, the new ones included. A failure is logged,
-        not raised: the memories stay as written."""
-        if not new:
-            return []
+        """`new` (already stored) as they are once what they change is recorded, with the
+        `known` changes (an LLM's updates). A failure is logged, not raised: the memories
+        stay as written."""
         try:
-            decided = {c.old_id for c in known}
-            skip = tuple(sorted(self.assistants))
-            changing = {m.id: [c for c in _claims(m.text, tuple(m.speakers or ["user"]), skip)
-                               if not c.hypothetical and (_changing(c) or c.denial)]
-                        for m in new}
-            found = find_changes(new, self._earlier(user_id, new, changing),
-                                 assistants=self.assistants) if any(changing.values()) else []
-            changes = [*known, *(c for c in found if c.old_id not in decided)]
-            return self.store.record_changes(user_id, changes) if changes else []
+            changed = {m.id: m for m in self._record(user_id, new, known)}
         except Exception:
             log.warning("finding what %d new memories supersede failed; they are kept as "
                         "current", len(new), exc_info=True)
-            return []
+            changed = {}
+        return [changed.get(m.id, m) for m in new]
+
+    def _record(self, user_id: str, new: Sequence[Memory],
+                known: Sequence[FactChange]) -> list[Memory]:
+        decided = {c.old_id for c in known}
+        changing = {m.id: [c for c in _claims(m.text, tuple(m.speakers or ["user"]),
+                                              self.assistants) if _may_change(c)]
+                    for m in new}
+        found = find_changes(new, self._earlier(user_id, new, changing),
+                             assistants=self.assistants) if any(changing.values()) else []
+        changes = [*known, *(c for c in found if c.old_id not in decided)]
+        return self.store.record_changes(user_id, changes) if changes else []
 
     def _earlier(self, user_id: str, new: Sequence[Memory],
                  changing: dict[str, list[Claim]]) -> list[Memory]:
