@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,9 +19,11 @@ from .cache import IndexCache
 from .context import hit_text
 from .dbsearch import DatabaseSearcher
 from .index import FusionWeights, Scale, UserIndex
+from .latest import latest_first
 from .provisional import OpenTurns
 from .score import relevance, scored
 from .validity import about_the_past, arrange, valid_at
+from .when import named_period, prefer_period
 
 if TYPE_CHECKING:
     from ..learn.rerank import LearnedReranker
@@ -77,9 +79,15 @@ class Searcher:
             result.hits = [h for h in result.hits if matches(h.memory.metadata, wanted)]
         relevance_of = {c.memory.id: relevance(query_vec, r) for c, r in zip(candidates, rows)}
         result.hits = scored(result.hits, relevance_of, min_score)
+        period = named_period(query, as_of or datetime.now(timezone.utc))
+        if period is not None:
+            result.hits = prefer_period(result.hits, period)
         if self.config.supersession:
-            result.hits = arrange(result.hits, query=query,
-                                  current_first=as_of is None and not about_the_past(query))
+            now = as_of is None and not about_the_past(query)
+            if now:
+                result.hits = latest_first(result.hits, query,
+                                           assistants=self.config.assistant_speakers)
+            result.hits = arrange(result.hits, query=query, current_first=now)
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
                                        retrieval=c.score) for c in candidates]
         result.state = {"query_vec": query_vec, "ranking": ranking}

@@ -20,6 +20,16 @@ _SENTENCE = re.compile(r"(?<=[.!?;])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.
                        r"(?<!\bProf\.)\s+|\s*\n\s*|\s+(?:but|however|though|whereas)\s+",
                        re.IGNORECASE)
 """Sentence ends (not after a title: "Dr. Patel"), line breaks and contrasts."""
+_CLAUSE = re.compile(
+    r",\s+(?=(?:so|and|or|can|could|would|will|do|does|did|is|are|was|how|what|why|"
+    r"where|when|should|any|please)\b)|\s+[-–—]\s+|(?<=\bremind me that)\s+|"
+    r"(?<=\bthe fact that)\s+|\s+(?=(?:since|because|now that|given that)\b)",
+    re.IGNORECASE)
+"""Where a chat sentence joins clauses: "I only got 3 interviews, is that good?" states a fact
+and then asks; "can you remind me that it's rescheduled to 4:30" asks about one. Each clause
+is read as a claim of its own, so the question does not hide the fact."""
+_ASKING = re.compile(r"^(?:can|could|would|will|do|does|did|is|are|was|were|am|how|what|"
+                     r"why|where|when|which|who|should|shall|any|have|has)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*\d*[A-Za-z]*|[$€£]?\d[\d,.:/]*(?:%|[A-Za-z]+\b)?")
 """Words, and numbers with what is glued to them ("$40", "20%", "6am"); "Q3" and "p95" are
 one word."""
@@ -176,12 +186,14 @@ only words of a skipped speaker that make claims."""
 
 
 def claims(text: str, speakers: list[str], *,
-           skip: Collection[str] = ("assistant",)) -> list[Claim]:
+           skip: Collection[str] = ("assistant",), clauses: bool = False) -> list[Claim]:
     """The claims of a memory's text (lines of `speaker: words`, or one speaker's words).
 
     Lines of the `skip` speakers (an assistant's advice is no fact about the user) make
     claims only where they restate the user's facts; lines of code or markup, fenced or
-    not, make none."""
+    not, make none. With `clauses`, each clause of a sentence is a claim of its own (what
+    reading for a question needs); supersession reads whole sentences, which measured
+    better there (a clause alone loses what its values are values of)."""
     out = []
     skipped = {s.casefold() for s in skip}
     default = speakers[0] if len(speakers) == 1 else "user"
@@ -201,12 +213,13 @@ def claims(text: str, speakers: list[str], *,
         for sentence in _SENTENCE.split(_DATE_NOTE.sub("", body)):
             if aside and not _RESTATED.match(sentence.strip()):
                 continue
-            if sentence and len(sentence.split()) >= 2:
-                out.append(_claim(sentence.strip(), speaker, speakers))
+            for clause in _CLAUSE.split(sentence) if clauses else [sentence]:
+                if len(clause.split()) >= 2:
+                    out.append(_claim(clause.strip(), speaker, speakers, clauses))
     return out
 
 
-def _claim(sentence: str, speaker: str, speakers: list[str]) -> Claim:
+def _claim(sentence: str, speaker: str, speakers: list[str], clause: bool = False) -> Claim:
     found = list(_WORD.finditer(sentence))
     tokens = [m.group() for m in found]
     spans = [v for v in _values(sentence, tokens, [m.start() for m in found])
@@ -235,15 +248,20 @@ def _claim(sentence: str, speaker: str, speakers: list[str]) -> Claim:
             text for text, _, where in spans if at <= where < at + _NEAR}
     return Claim(sentence, _subject(sentence, speaker, speakers), frozenset(topics), values,
                  bool(CUES.search(said)), bool(ENDED.search(said)), denied,
-                 _hypothetical(sentence), len(tokens))
+                 _hypothetical(sentence, clause), len(tokens))
 
 
 _MAY_MONTH = re.compile(r"\bMay(?=\s+\d)|(?<=\w )May\b")
 """"May" before a day or inside a sentence: the month, not the modal verb."""
 
 
-def _hypothetical(sentence: str) -> bool:
+def _hypothetical(sentence: str, clause: bool = False) -> bool:
+    """A condition, a wish, a plan or a question. A clause ending in "?" asks only when it
+    opens like a question ("it's rescheduled to 4:30?", left of "can you remind me that
+    ...", states its fact)."""
     sentence = _MAY_MONTH.sub("", sentence)
+    if clause and sentence.rstrip().endswith("?") and not _ASKING.match(sentence):
+        sentence = sentence.rstrip().rstrip("?")
     return bool(HYPOTHETICAL.search(sentence)) or (
         bool(PLAN.search(sentence)) and not CUES.search(sentence))
 

@@ -45,6 +45,11 @@ def ground(text: str, when: datetime | date | None) -> str:
     return _PATTERN.sub(lambda found: _with_date(found, day), text)
 
 
+def find_relative(text: str) -> regex.Match | None:
+    """The first relative time `text` says, not yet grounded (for `resolve`)."""
+    return _PATTERN.search(text)
+
+
 def _with_date(found: regex.Match, day: date) -> str:
     meant = resolve(found, day)
     return f"{found[0]} ({meant})" if meant else found[0]

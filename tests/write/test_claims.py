@@ -59,3 +59,20 @@ def test_a_value_named_after_from_is_the_one_left():
     claim = one("We moved from Leeds to York.")
     assert {v.text for v in claim.values if v.was} == {"leeds"}
     assert "york" in {v.text for v in claim.values if not v.was}
+
+
+def test_read_as_clauses_a_question_does_not_hide_the_fact_before_it():
+    text = "I only secured 3 interviews for producer roles, is that a good sign?"
+    [sentence] = claims(text, ["user"])
+    assert sentence.hypothetical
+    fact, question = claims(text, ["user"], clauses=True)
+    assert not fact.hypothetical
+    assert ("3 interview", "number") in {(v.text, v.kind) for v in fact.values}
+    assert question.hypothetical
+
+
+def test_read_as_clauses_a_fact_asked_to_be_remembered_is_stated():
+    text = "Can you remind me that it's rescheduled to March 22 at 4:30 PM?"
+    stated = [c for c in claims(text, ["user"], clauses=True) if not c.hypothetical]
+    assert [c.text for c in stated] == ["it's rescheduled to March 22 at 4:30 PM?"]
+    assert {"march 22", "4:30"} <= {v.text for v in stated[0].values}
