@@ -5,15 +5,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
+from ..read.when import named_period
 from .metrics import CATEGORY_METRICS, METRICS, PROBES, RankedUnit, score_question
 from .records import Question
 
 CATEGORIES = "categories"
 """Row key of the per-category figures: category -> {"questions": n, metric: %}."""
+NAMES_A_TIME = "(names a time)"
+"""A row beside the categories: the questions of any category that name a time ("in
+October 2023", "last summer"), which `read/when.py` serves."""
 
 
 def percent(values: Sequence[float]) -> float:
@@ -35,8 +40,12 @@ class Tally:
         category = str(question.category)
         for name, value in scores.items():
             self.scores[name].append(value)
-        for name in CATEGORY_METRICS:
-            self.categories[category][name].append(scores[name])
+        rows = [category]
+        if named_period(question.question, datetime.now(timezone.utc)) is not None:
+            rows.append(NAMES_A_TIME)
+        for row in rows:
+            for name in CATEGORY_METRICS:
+                self.categories[row][name].append(scores[name])
         probe = PROBES.get(category)
         if probe is not None:
             self.probes[probe.column].append(
@@ -54,6 +63,8 @@ class Tally:
                                                             key=lambda kv: _order(kv[0]))}}
 
 
-def _order(category: str) -> tuple[bool, int, str]:
-    """Numbered categories (LoCoMo) in number order, named ones (BEAM) by name."""
-    return (not category.isdigit(), int(category) if category.isdigit() else 0, category)
+def _order(category: str) -> tuple[bool, bool, int, str]:
+    """Numbered categories (LoCoMo) in number order, named ones (BEAM) by name, the
+    questions naming a time last."""
+    return (category == NAMES_A_TIME, not category.isdigit(),
+            int(category) if category.isdigit() else 0, category)

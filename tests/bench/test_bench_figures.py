@@ -18,7 +18,7 @@ from rmm_core.bench.beam import load_beam
 from rmm_core.bench.metrics import both_sides, update_first
 from rmm_core.bench.records import Conversation, Question, Session
 from rmm_core.bench.report import markers, write_markdown
-from rmm_core.bench.tally import CATEGORIES, Tally
+from rmm_core.bench.tally import CATEGORIES, NAMES_A_TIME, Tally
 from rmm_core.cli import main
 from rmm_core.errors import InvalidInputError
 from rmm_core.ops.commands import BAD_DATA
@@ -75,8 +75,9 @@ def test_one_statement_missing_or_past_the_budget_counts_nothing():
 
 # --- tallies: per category and per probe ---------------------------------------------------
 
-def question(category: int | str, evidence: set[str], **sides: set[str]) -> Question:
-    return Question("q?", "", frozenset(evidence), category,
+def question(category: int | str, evidence: set[str], text: str = "q?",
+             **sides: set[str]) -> Question:
+    return Question(text, "", frozenset(evidence), category,
                     tuple((k, frozenset(v)) for k, v in sides.items()))
 
 
@@ -105,6 +106,16 @@ def test_numbered_categories_come_in_number_order():
     for category in (10, 2, 1):
         tally.add([hit(5, "g")], question(category, {"g"}))
     assert list(tally.row()[CATEGORIES]) == ["1", "2", "10"]
+
+
+def test_questions_naming_a_time_get_a_row_of_their_own_after_the_categories():
+    tally = Tally()
+    tally.add([hit(5, "g")], question(2, {"g"}, text="What did she paint in October 2023?"))
+    tally.add([hit(5, "x")], question(1, {"g"}, text="What did she paint?"))
+    row = tally.row()
+    assert list(row[CATEGORIES]) == ["1", "2", NAMES_A_TIME]
+    assert row[CATEGORIES][NAMES_A_TIME]["questions"] == 1
+    assert row[CATEGORIES][NAMES_A_TIME]["R_any@5"] == 100.0
 
 
 # --- passage baselines -------------------------------------------------------------------
