@@ -1,7 +1,10 @@
 """`rmm bench mcp`: search latency through `rmm mcp` (stdio and streamable HTTP, each a real
 subprocess reached with the SDK's own client) against the in-process `search`, in one run on
 one bank: what the protocol adds to a call. The search tool called in-process, without a
-transport, shows how much of that is the tool layer itself."""
+transport, shows how much of that is the tool layer itself, and an MCP ping on each session
+(a round trip that runs no tool) how much is the transport. Both servers start the way a
+host starts them, each in its own session (the SDK's stdio client does so; on Linux that
+also gives each its own scheduling group, as a service started on its own has)."""
 
 from __future__ import annotations
 
@@ -58,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'path':<27}{'p50 ms':>9}{'p95 ms':>9}{'p50 overhead':>15}{'ratio':>8}")
     for name, ms in times.items():
         p50, p95 = float(np.percentile(ms, 50)), float(np.percentile(ms, 95))
-        print(f"{name:<27}{p50:>9.2f}{p95:>9.2f}{p50 - base:>12.2f} ms{p50 / base:>7.2f}x")
+        if name.startswith("ping"):
+            print(f"{name:<27}{p50:>9.2f}{p95:>9.2f}   (no tool run)")
+        else:
+            print(f"{name:<27}{p50:>9.2f}{p95:>9.2f}{p50 - base:>12.2f} ms{p50 / base:>7.2f}x")
     return 0
 
 
@@ -79,7 +85,8 @@ async def _interleaved(mem: ReflectiveMemory, db: str, queries: list[str],
             await server.call_tool("search", {"query": query, "k": args.k})
 
         paths = {"in-process search": local, "search tool, no transport": tool,
-                 "MCP over stdio": _caller(stdio, args.k), "MCP over HTTP": _caller(http, args.k)}
+                 "MCP over stdio": _caller(stdio, args.k), "MCP over HTTP": _caller(http, args.k),
+                 "ping over stdio": _pinger(stdio), "ping over HTTP": _pinger(http)}
         times: dict[str, list[float]] = {name: [] for name in paths}
         for n, query in enumerate(queries):
             for name, search in paths.items():
@@ -97,6 +104,13 @@ def _caller(session: Any, k: int) -> Callable[[str], Awaitable[None]]:
             raise RuntimeError(f"search through MCP failed: {result.content}")
 
     return search
+
+
+def _pinger(session: Any) -> Callable[[str], Awaitable[None]]:
+    async def ping(query: str) -> None:
+        await session.send_ping()
+
+    return ping
 
 
 @asynccontextmanager
@@ -126,7 +140,8 @@ async def _session(db: str, http: bool, folder: Path) -> AsyncIterator[Any]:
     tokens.write_text(f"{token}={USER}\n")
     with open(folder / "http.log", "w+") as log:
         server = subprocess.Popen([*command, "--http", "--port", str(port),
-                                   "--tokens-file", str(tokens)], env=env, stderr=log)
+                                   "--tokens-file", str(tokens)], env=env, stderr=log,
+                                  start_new_session=True)
         try:
             _wait_for(port, server, log)
             async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"},

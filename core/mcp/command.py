@@ -48,7 +48,7 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     from ..memory import ReflectiveMemory
     from ..types import check_id
     from .access import Access, parse_tokens
-    from .server import build, check_bind, serve
+    from .server import build, check_bind, loop_options, serve
 
     try:
         scope = {name: check_id(value, f"--{name.replace('_', '-')}")
@@ -79,7 +79,7 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         print(f"rmm mcp: serving on {where}", file=sys.stderr, flush=True)
         try:
             anyio.run(lambda: serve(server, sdk, http=args.http, host=args.host,
-                                    port=args.port))
+                                    port=args.port), backend_options=loop_options())
         except KeyboardInterrupt:
             pass
     finally:

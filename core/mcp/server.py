@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
+import sys
 from typing import Any
 
 from ..errors import InvalidInputError
@@ -81,7 +83,21 @@ async def serve(server: Any, sdk: SDK, *, http: bool = False, host: str = "127.0
     """Serve until the client closes stdin (stdio) or the process is stopped (HTTP)."""
     if not http:
         await server.run_stdio_async()
-    elif sdk.major == 1:
-        await server.run_streamable_http_async()
-    else:
-        await server.run_streamable_http_async(host=host, port=port, json_response=True)
+        return
+    import uvicorn
+
+    # as the SDK's own runner, but with the access log off: uvicorn works out each
+    # request's log fields even when the level drops the line (httptools parses when
+    # installed, else h11)
+    app = server.streamable_http_app() if sdk.major == 1 else \
+        server.streamable_http_app(json_response=True, host=host)
+    config = uvicorn.Config(app, host=host, port=port, access_log=False,
+                            log_level=server.settings.log_level.lower())
+    await uvicorn.Server(config).serve()
+
+
+def loop_options() -> dict[str, Any]:
+    """`anyio.run`'s backend options: uvloop's event loop when installed (the `mcp` extra
+    brings it; it cuts the loop's share of a call), else asyncio's own."""
+    uvloop = sys.platform != "win32" and importlib.util.find_spec("uvloop") is not None
+    return {"use_uvloop": uvloop}

@@ -5,7 +5,6 @@ tool error carrying its type and message, and the server goes on."""
 
 # No `from __future__ import annotations`: the SDK finds the `Context` parameter by its
 # annotation, which must be the installed SDK's class itself.
-import functools
 import inspect
 import json
 from collections.abc import Callable
@@ -16,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InvalidInputError, RMMError
 from ..memory import ReflectiveMemory
-from ..types import Memory
 from .access import Access
 from .payload import memory_dict, result_dict, version_dict
 from .sdk import SDK
@@ -70,10 +68,12 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
     """Add the tools to `server`; returns their names."""
     Context = sdk.context  # noqa: N806 - the SDK's class, used as an annotation
 
-    async def run(ctx: Any, asked: str | None, call: Callable[[str], Any]) -> Any:
+    async def run(ctx: Any, asked: str | None, call: Callable[[str], dict[str, Any]]) -> str:
+        """`call` for the user the caller may act for, and its answer as JSON, both in a
+        worker thread (the event loop goes on serving other calls meanwhile)."""
         try:
             user = access.user_for(asked, bearer_token(ctx))
-            return await anyio.to_thread.run_sync(functools.partial(call, user))
+            return await anyio.to_thread.run_sync(lambda: answer(call(user)))
         except RMMError as exc:
             raise sdk.tool_error(f"{type(exc).__name__}: {exc}") from exc
 
@@ -88,14 +88,14 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
         """Remember a fact (stored and searchable at once) or a conversation (logged as a new
         session and reflected into memories now). Returns the memories added or merged; an
         earlier memory it changes (a move, a new date) is marked superseded."""
-        def write(user: str) -> list[Memory]:
+        def write(user: str) -> dict[str, Any]:
             value = content if isinstance(content, str) else [as_turn(m) for m in content]
-            return memory.add(value, user_id=user, metadata=metadata,
-                              agent_id=access.scope("agent_id", agent_id),
-                              run_id=access.scope("run_id", run_id), occurred_at=occurred_at)
+            added = memory.add(value, user_id=user, metadata=metadata,
+                               agent_id=access.scope("agent_id", agent_id),
+                               run_id=access.scope("run_id", run_id), occurred_at=occurred_at)
+            return {"added": [memory_dict(m) for m in added]}
 
-        added = await run(ctx, user_id, write)
-        return answer({"added": [memory_dict(m) for m in added]})
+        return await run(ctx, user_id, write)
 
     async def search(
         query: str, ctx: Context, user_id: UserId = None,
@@ -113,37 +113,38 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
         """Search the user's memories: the best hits first, each with its score in [0, 1],
         the turns it came from (refs), its sessions, dates and validity (a memory a later
         one superseded says so and comes after it)."""
-        result = await run(ctx, user_id, lambda user: memory.search(
+        return await run(ctx, user_id, lambda user: result_dict(memory.search(
             query, user_id=user, k=k, filters=filters,
             agent_id=access.scope("agent_id", agent_id), run_id=access.scope("run_id", run_id),
-            min_score=min_score, as_of=as_of))
-        return answer(result_dict(result))
+            min_score=min_score, as_of=as_of)))
 
     async def get(memory_id: MemoryId, ctx: Context, user_id: UserId = None
                   ) -> str:
         """One memory with its version history."""
-        found = await run(ctx, user_id, lambda user: memory.get(memory_id, user_id=user))
-        return answer(memory_dict(found, versions=True))
+        return await run(ctx, user_id, lambda user: memory_dict(
+            memory.get(memory_id, user_id=user), versions=True))
 
     async def update(memory_id: MemoryId, text: str, ctx: Context, user_id: UserId = None,
                      metadata: dict[str, Any] | None = None) -> str:
         """Replace what a memory says (a new version; where it came from stays)."""
-        changed = await run(ctx, user_id, lambda user: memory.update(
-            memory_id, text, user_id=user, metadata=metadata))
-        return answer(memory_dict(changed, versions=True))
+        return await run(ctx, user_id, lambda user: memory_dict(memory.update(
+            memory_id, text, user_id=user, metadata=metadata), versions=True))
 
     async def delete(memory_id: MemoryId, ctx: Context, user_id: UserId = None
                      ) -> str:
         """Delete a memory and its versions (gone from search at once)."""
-        await run(ctx, user_id, lambda user: memory.delete(memory_id, user_id=user))
-        return answer({"deleted": memory_id})
+        def remove(user: str) -> dict[str, Any]:
+            memory.delete(memory_id, user_id=user)
+            return {"deleted": memory_id}
+
+        return await run(ctx, user_id, remove)
 
     async def history(memory_id: MemoryId, ctx: Context, user_id: UserId = None
                       ) -> str:
         """A memory's versions, oldest first: created, merged into, updated."""
-        versions = await run(ctx, user_id, lambda user: memory.history(memory_id,
-                                                                       user_id=user))
-        return answer({"memory_id": memory_id, "versions": [version_dict(v) for v in versions]})
+        return await run(ctx, user_id, lambda user: {
+            "memory_id": memory_id,
+            "versions": [version_dict(v) for v in memory.history(memory_id, user_id=user)]})
 
     async def profile(ctx: Context, user_id: UserId = None) -> str:
         """The user's working context (core memory blocks, the summary of earlier messages,
@@ -159,13 +160,16 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
                     "context": working.render(),
                     "memories": memory.store.counts(user)["memories"]}
 
-        return answer(await run(ctx, user_id, read))
+        return await run(ctx, user_id, read)
 
     async def forget(ctx: Context, user_id: UserId = None) -> str:
         """Erase everything the user has: turns, sessions, memories, versions, working
         context. It cannot be undone."""
-        await run(ctx, user_id, lambda user: memory.forget(user_id=user))
-        return answer({"forgotten": True})
+        def erase(user: str) -> dict[str, Any]:
+            memory.forget(user_id=user)
+            return {"forgotten": True}
+
+        return await run(ctx, user_id, erase)
 
     tools = [add, search, get, update, delete, history, profile]
     if allow_forget:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from embedding_parity import FACTS, QUERIES, SESSION, build, rankings, texts
+from embedding_parity import FACTS, assert_embeds_in_batches, assert_ranks_as_native
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from rmm_core import ReflectiveMemory
 from rmm_core.errors import InvalidInputError
-from rmm_core.models.embed_adapters import PROBE_TEXT, BatchEmbedder, as_embedder
+from rmm_core.models.embed_adapters import BatchEmbedder, as_embedder
 
 
 class MiniLMEmbeddings(Embeddings):
@@ -32,30 +32,12 @@ class MiniLMEmbeddings(Embeddings):
 
 
 def test_the_same_vectors_rank_the_same_as_the_native_path(tmp_path, embedder):
-    native, wrapped = tmp_path / "native.sqlite", tmp_path / "wrapped.sqlite"
-    build(native, embedder)
-    build(wrapped, MiniLMEmbeddings(embedder))
-    reference = rankings(native, embedder)
-    assert all(len(hits) == 4 for hits in reference.values())
-    # the native store searched through LangChain: the same memories, by id, in order
-    assert rankings(native, MiniLMEmbeddings(embedder)) == reference
-    # a store written through LangChain: the same texts, and its own ids either way
-    through_langchain = rankings(wrapped, MiniLMEmbeddings(embedder))
-    assert texts(through_langchain) == texts(reference)
-    assert rankings(wrapped, embedder) == through_langchain
+    assert_ranks_as_native(tmp_path, embedder, MiniLMEmbeddings)
 
 
 def test_texts_reach_the_framework_in_batches(tmp_path, embedder):
     lc = MiniLMEmbeddings(embedder)
-    with ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=lc) as mem:
-        assert lc.calls == [[PROBE_TEXT]]  # it states no dimension: probed once
-        assert mem.embedder.dim == 384 and mem.embedder.name == "MiniLMEmbeddings"
-        mem.add_session(SESSION, user_id="u1", session_id="s1")
-        mem.search(QUERIES[0], user_id="u1")
-        wrapper = mem.embedder
-    assert all(isinstance(call, list) for call in lc.calls)  # embed_query is never used
-    assert max(len(call) for call in lc.calls[1:]) > 1  # a session's pieces in one call
-    lc.calls.clear()
+    wrapper = assert_embeds_in_batches(tmp_path, lc, lc.calls, "MiniLMEmbeddings")
     vectors = wrapper.embed(FACTS)
     assert lc.calls == [FACTS]
     assert vectors.dtype == np.float32 and vectors.shape == (len(FACTS), 384)

@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from embedding_parity import FACTS, QUERIES, SESSION, build, rankings, texts
+from embedding_parity import FACTS, assert_embeds_in_batches, assert_ranks_as_native
 from llama_index.core.embeddings import BaseEmbedding, MockEmbedding
 from llama_index.core.llms import MockLLM
 from pydantic import Field, PrivateAttr
 
 from rmm_core import ReflectiveMemory
 from rmm_core.errors import InvalidInputError
-from rmm_core.models.embed_adapters import PROBE_TEXT, BatchEmbedder, as_embedder
+from rmm_core.models.embed_adapters import BatchEmbedder, as_embedder
 
 
 class MiniLMEmbedding(BaseEmbedding):
@@ -45,31 +45,13 @@ class MiniLMEmbedding(BaseEmbedding):
 
 
 def test_the_same_vectors_rank_the_same_as_the_native_path(tmp_path, embedder):
-    native, wrapped = tmp_path / "native.sqlite", tmp_path / "wrapped.sqlite"
-    build(native, embedder)
-    build(wrapped, MiniLMEmbedding(embedder))
-    reference = rankings(native, embedder)
-    assert all(len(hits) == 4 for hits in reference.values())
-    # the native store searched through LlamaIndex: the same memories, by id, in order
-    assert rankings(native, MiniLMEmbedding(embedder)) == reference
-    # a store written through LlamaIndex: the same texts, and its own ids either way
-    through_llamaindex = rankings(wrapped, MiniLMEmbedding(embedder))
-    assert texts(through_llamaindex) == texts(reference)
-    assert rankings(wrapped, embedder) == through_llamaindex
+    assert_ranks_as_native(tmp_path, embedder, MiniLMEmbedding)
 
 
 def test_texts_reach_the_framework_in_batches(tmp_path, embedder):
     li = MiniLMEmbedding(embedder, embed_batch_size=3)
-    with ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=li) as mem:
-        assert li.calls == [[PROBE_TEXT]]  # it states no dimension: probed once
-        assert mem.embedder.dim == 384
-        assert mem.embedder.name == "MiniLMEmbedding(all-MiniLM-L6-v2)"
-        mem.add_session(SESSION, user_id="u1", session_id="s1")
-        mem.search(QUERIES[0], user_id="u1")
-        wrapper = mem.embedder
-    assert all(isinstance(call, list) for call in li.calls)  # never one text at a time
-    assert max(len(call) for call in li.calls[1:]) > 1
-    li.calls.clear()
+    wrapper = assert_embeds_in_batches(tmp_path, li, li.calls,
+                                       "MiniLMEmbedding(all-MiniLM-L6-v2)")
     vectors = wrapper.embed(FACTS)
     assert li.calls == [FACTS[:3], FACTS[3:]]  # in chunks of its embed_batch_size
     assert vectors.dtype == np.float32 and vectors.shape == (len(FACTS), 384)

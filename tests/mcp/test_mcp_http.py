@@ -179,3 +179,18 @@ async def test_another_tokens_session_id_gives_no_access_to_its_users(server):
     assert status != 200 or "AccessDenied" in body, (status, body[:300])
     status, _, body = rpc(server.url, ALICE, search, session)
     assert status == 200 and "3-1-4" in body  # the probe itself works
+
+
+def test_the_loop_is_uvloop_when_installed_and_asyncio_without(monkeypatch):
+    import anyio
+
+    from rmm_core.mcp.server import loop_options
+
+    async def loop_module() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    pytest.importorskip("uvloop", reason="uvloop is not installed (the mcp extra brings it)")
+    assert anyio.run(loop_module, backend_options=loop_options()).startswith("uvloop")
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if it were not installed
+    assert loop_options() == {"use_uvloop": False}
+    assert anyio.run(loop_module, backend_options=loop_options()).startswith("asyncio")
