@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import StorageError
-from .base import SCHEMA_VERSION
-from .pg_build import TEXT_SEARCH
-from .pg_tx import SCHEMA_LOCK, PgTx
-from .redact import redact
-from .sql import APP_ID, read_schema_version, rename_legacy_user_state
+from ...errors import StorageError
+from ..base import SCHEMA_VERSION
+from ..redact import redact
+from ..sql import APP_ID, read_schema_version, rename_legacy_user_state
+from .build import TEXT_SEARCH
+from .tx import SCHEMA_LOCK, PgTx
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -91,7 +91,7 @@ CREATE TRIGGER memories_lexemes BEFORE INSERT OR UPDATE OF key ON memories
 """Each memory's key's lexemes, filled on write by the server itself (so by every release
 that writes): what in-database search matches and scores. A column without a default is
 added without rewriting the table; rows written before it are filled by the search
-indexes' build (`pg_build`). Not a versioned step: an earlier release still reads and
+indexes' build (`build`). Not a versioned step: an earlier release still reads and
 writes the store, and a store that never searches in the database pays one `to_tsvector`
 a write."""
 
