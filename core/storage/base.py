@@ -261,6 +261,12 @@ class Store(ABC):
         """The dimension of the stored memory vectors; None while there are none."""
         return None
 
+    def bind_embedder(self, name: str) -> str | None:
+        """The name of the embedder whose vectors the store holds: the one recorded, else
+        `name`, recorded now (a store opened read-only records nothing: None). None where
+        the store keeps no such record."""
+        return None
+
     def sessions(self, user_id: str) -> list[SessionState]:
         """Every session of the user, oldest first (operators' inspection and export)."""
         raise NotImplementedError(f"{type(self).__name__} does not list sessions")

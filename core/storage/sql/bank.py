@@ -288,3 +288,12 @@ class MemoryBankSQL(IndexDataSQL):
     def vector_dim(self) -> int | None:
         rows = self._read(f"SELECT {self._VECTOR_DIM_SQL} FROM memory_vectors LIMIT 1")
         return int(rows[0][0]) if rows else None
+
+    def bind_embedder(self, name: str) -> str | None:
+        rows = self._read("SELECT value FROM meta WHERE key = 'embedder'")
+        if rows or self.read_only:
+            return self._dec(rows[0][0]) if rows else None
+        with self._tx("meta:embedder") as db:  # the first of processes opening it at once wins
+            db.run("INSERT INTO meta (key, value) VALUES ('embedder', ?) ON CONFLICT (key) DO "
+                   "NOTHING", (self._enc(name),))
+            return self._dec(db.one("SELECT value FROM meta WHERE key = 'embedder'")[0])
