@@ -17,8 +17,9 @@ from .learn.attribute import CitedAnswer, answer_with_citations
 from .learn.rerank import LearnedReranker
 from .lru import ByteLRU
 from .metadata import check_filters, check_metadata
-from .models.embed import Embedder, check_embedder, default_embedder
+from .models.embed import Embedder, default_embedder
 from .models.embed_adapters import as_embedder
+from .models.embed_identity import check_embedder
 from .models.llm import metered, usage_scope
 from .models.per_call import PerCallLLMs
 from .read.cache import IndexCache

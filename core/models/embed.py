@@ -252,20 +252,6 @@ def check_dimension(stored: int | None, embedder: Embedder) -> None:
             f"{dim}: open it with the embedder (or embedding_model) it was built with")
 
 
-def check_embedder(store: Any, embedder: Embedder) -> None:
-    """Refuse an embedder whose vectors cannot be compared with those `store` holds: of
-    another dimension (`check_dimension`), or another model than the one the store recorded
-    when first opened; a store that recorded none takes this one's name."""
-    check_dimension(store.vector_dim(), embedder)
-    name = str(getattr(embedder, "name", type(embedder).__name__))
-    recorded = store.bind_embedder(name)
-    if recorded is not None and recorded != name:
-        raise InvalidInputError(
-            f"this memory was built with the embedder {recorded} but is opened with the "
-            f"embedder {name}: open it with the embedder (or embedding_model) it was built "
-            "with")
-
-
 def default_embedder(model: str | None = None) -> Embedder:
     """One process-wide instance per model, so several stores share the weights.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from ...errors import InvalidInputError, NotFoundError, StorageError
 from ...types import FactChange, Memory, MemoryVersion, from_iso, iso, utcnow
-from ..base import AttrsUpdate, MergeInto, NewMemory
+from ..base import AttrsUpdate, EmbedderRecord, MergeInto, NewMemory
 from .backend import Tx, _chunks, _marks
 from .index_data import IndexDataSQL
 from .jsontext import dumps, loads
@@ -289,11 +290,22 @@ class MemoryBankSQL(IndexDataSQL):
         rows = self._read(f"SELECT {self._VECTOR_DIM_SQL} FROM memory_vectors LIMIT 1")
         return int(rows[0][0]) if rows else None
 
-    def bind_embedder(self, name: str) -> str | None:
-        rows = self._read("SELECT value FROM meta WHERE key = 'embedder'")
-        if rows or self.read_only:
-            return self._dec(rows[0][0]) if rows else None
+    def embedder(self) -> EmbedderRecord | None:
+        meta = dict(self._read("SELECT key, value FROM meta WHERE key IN ('embedder', "
+                               "'embedder_probe')"))
+        if "embedder" not in meta:
+            return None
+        probe = meta.get("embedder_probe")
+        return EmbedderRecord(self._dec(meta["embedder"]), None if probe is None else
+                              np.frombuffer(base64.b64decode(probe), dtype=np.float32))
+
+    def record_embedder(self, record: EmbedderRecord) -> EmbedderRecord | None:
+        rows = [("embedder", self._enc(record.name))]
+        if record.probe is not None:
+            probe = np.asarray(record.probe, dtype=np.float32).tobytes()
+            rows.append(("embedder_probe", base64.b64encode(probe).decode("ascii")))
         with self._tx("meta:embedder") as db:  # the first of processes opening it at once wins
-            db.run("INSERT INTO meta (key, value) VALUES ('embedder', ?) ON CONFLICT (key) DO "
-                   "NOTHING", (self._enc(name),))
-            return self._dec(db.one("SELECT value FROM meta WHERE key = 'embedder'")[0])
+            if db.one("SELECT 1 FROM meta WHERE key = 'embedder'") is None:
+                db.many("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO "
+                        "UPDATE SET value = excluded.value", rows)
+        return self.embedder()
