@@ -17,8 +17,9 @@ from .learn.attribute import CitedAnswer, answer_with_citations
 from .learn.rerank import LearnedReranker
 from .lru import ByteLRU
 from .metadata import check_filters, check_metadata
-from .models.embed import Embedder, check_dimension, default_embedder
+from .models.embed import Embedder, default_embedder
 from .models.embed_adapters import as_embedder
+from .models.embed_identity import check_embedder
 from .models.llm import metered, usage_scope
 from .models.per_call import PerCallLLMs
 from .read.cache import IndexCache
@@ -107,7 +108,7 @@ class ReflectiveMemory:
             if self.config.supersession else None
         self._reflector.supersede = self._supersede
         self._ingest = Ingestor(store, self.config, self._reflector)
-        check_dimension(store.vector_dim(), self.embedder)
+        check_embedder(store, self.embedder)
         if store.read_only:  # a read-only store is searched as it is
             return
         self._search.database.prepare(getattr(self.embedder, "dim", None))

@@ -80,7 +80,13 @@ class BatchEmbedder:
         """The wrapped framework object."""
         self._lock = threading.Lock()
         stated = isinstance(dim, Integral) and not isinstance(dim, bool) and dim > 0
-        self.dim = int(dim) if stated else self._vectors([PROBE_TEXT]).shape[1]
+        self.probe: np.ndarray | None = None
+        """This embedder's vector of `PROBE_TEXT`, when embedded to learn the dimension."""
+        if stated:
+            self.dim = int(dim)
+        else:
+            self.probe = _unit(self._vectors([PROBE_TEXT]))[0]
+            self.dim = len(self.probe)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:  # some services refuse an empty batch
@@ -90,9 +96,7 @@ class BatchEmbedder:
             raise InvalidInputError(
                 f"the embedder {self.name} made vectors of {vectors.shape[1]} dimensions, "
                 f"not its {self.dim}")
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return np.ascontiguousarray(vectors / norms, dtype=np.float32)
+        return _unit(vectors)
 
     def _vectors(self, texts: list[str]) -> np.ndarray:
         """The framework's vectors for `texts` as a float32 matrix, one row per text."""
@@ -109,3 +113,10 @@ class BatchEmbedder:
         if not np.isfinite(vectors).all():
             raise InvalidInputError(f"the embedder {self.name} made vectors that are not finite")
         return vectors
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    """Rows L2-normalised (zero rows left as they are), as contiguous float32."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(vectors / norms, dtype=np.float32)

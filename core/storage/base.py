@@ -39,6 +39,15 @@ def legacy_state_renames(names: Iterable[str]) -> list[tuple[str, str]]:
             if n.startswith(prefix)]
 
 
+@dataclass(frozen=True, slots=True)
+class EmbedderRecord:
+    """The embedder a store was built with: its name, and its vector of a fixed probe text,
+    which tells the same model under another name (a framework's wrapper) from another."""
+
+    name: str
+    probe: np.ndarray | None = None
+
+
 @dataclass(slots=True)
 class SessionState:
     """Where a session stands: turns appended, how many of them reflected, ended or not."""
@@ -259,6 +268,15 @@ class Store(ABC):
 
     def vector_dim(self) -> int | None:
         """The dimension of the stored memory vectors; None while there are none."""
+        return None
+
+    def embedder(self) -> EmbedderRecord | None:
+        """The embedder whose vectors the store holds, as recorded; None: not recorded."""
+        return None
+
+    def record_embedder(self, record: EmbedderRecord) -> EmbedderRecord | None:
+        """Record `record` unless an embedder is recorded already; return the one recorded
+        (None where the store keeps no such record)."""
         return None
 
     def sessions(self, user_id: str) -> list[SessionState]:

@@ -15,71 +15,15 @@ import numpy as np
 from ..errors import InvalidInputError, StorageError
 from ..types import new_memory_id
 from .base import SCHEMA_VERSION
-from .sql import APP_ID, SQLStore, read_schema_version, rename_legacy_user_state
+from .sql import SQLStore
+from .sql.schema import checked_version, read_meta, upgrade
+from .sqlite_schema import MIGRATIONS
 
 __all__ = ["SYNCHRONOUS", "SQLiteStore", "new_memory_id"]
 
 SYNCHRONOUS = ("NORMAL", "FULL")
 """SQLite `synchronous` levels offered (WAL mode): a commit under NORMAL survives a crash of
 the process, under FULL a power loss too (each commit waits for the disk)."""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions (
-    user_id TEXT NOT NULL, session_id TEXT NOT NULL, status TEXT NOT NULL,
-    started_at TEXT, last_activity REAL NOT NULL, n_turns INTEGER NOT NULL,
-    reflected INTEGER NOT NULL DEFAULT 0, reflect_failures INTEGER NOT NULL DEFAULT 0,
-    reflect_error TEXT, reflect_retry_at REAL, metadata TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (user_id, session_id));
-CREATE TABLE IF NOT EXISTS turns (
-    user_id TEXT NOT NULL, session_id TEXT NOT NULL, seq INTEGER NOT NULL,
-    turn_id TEXT NOT NULL, speaker TEXT NOT NULL, text TEXT NOT NULL, ts TEXT,
-    PRIMARY KEY (user_id, turn_id));
-CREATE INDEX IF NOT EXISTS turns_by_session ON turns (user_id, session_id, seq);
-CREATE TABLE IF NOT EXISTS memories (
-    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, text TEXT NOT NULL, key TEXT NOT NULL,
-    refs TEXT NOT NULL, speakers TEXT NOT NULL, session_ids TEXT NOT NULL,
-    occurred_at TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
-    attrs TEXT NOT NULL, seq INTEGER NOT NULL, metadata TEXT NOT NULL DEFAULT '{}',
-    validity TEXT NOT NULL DEFAULT '{}');
-CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, seq);
-CREATE INDEX IF NOT EXISTS memories_by_user_id ON memories (user_id, id);
-CREATE TABLE IF NOT EXISTS memory_vectors (
-    memory_id TEXT NOT NULL, user_id TEXT NOT NULL, idx INTEGER NOT NULL, vec BLOB NOT NULL,
-    PRIMARY KEY (memory_id, idx));
-CREATE INDEX IF NOT EXISTS vectors_by_user ON memory_vectors (user_id, memory_id, idx);
-CREATE TABLE IF NOT EXISTS memory_versions (
-    memory_id TEXT NOT NULL, user_id TEXT NOT NULL, version INTEGER NOT NULL,
-    text TEXT NOT NULL, refs TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL,
-    source TEXT, PRIMARY KEY (memory_id, version));
-CREATE INDEX IF NOT EXISTS versions_by_user ON memory_versions (user_id, memory_id, version);
-CREATE TABLE IF NOT EXISTS user_state (user_id TEXT PRIMARY KEY, generation INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS named_state (
-    name TEXT PRIMARY KEY, version INTEGER NOT NULL, blob BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS state_deltas (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, blob BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS state_deltas_by_name ON state_deltas (name, seq);
-CREATE TABLE IF NOT EXISTS feedback_log (
-    result_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS llm_usage (
-    user_id TEXT NOT NULL, session_id TEXT NOT NULL, calls INTEGER NOT NULL,
-    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
-    failures INTEGER NOT NULL, PRIMARY KEY (user_id, session_id));
-CREATE TABLE IF NOT EXISTS memory_changes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL, generation INTEGER NOT NULL,
-    memory_id TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS memory_changes_by_user ON memory_changes (user_id, seq);
-CREATE INDEX IF NOT EXISTS memory_changes_by_generation ON memory_changes (user_id, generation);
-"""
-
-_ADDED_COLUMNS = {
-    "sessions": ("reflect_failures INTEGER NOT NULL DEFAULT 0", "reflect_error TEXT",
-                 "reflect_retry_at REAL", "metadata TEXT NOT NULL DEFAULT '{}'"),
-    "memories": ("metadata TEXT NOT NULL DEFAULT '{}'", "validity TEXT NOT NULL DEFAULT '{}'"),
-}
-"""Columns added since schema 1: a session's failed reflections (schema 4), the caller's
-metadata on sessions and memories (schema 5), a memory's supersession fields (schema 7).
-The memory change log (schema 6) is a new table, which the schema script creates."""
 
 
 class _Tx:
@@ -176,51 +120,22 @@ class SQLiteStore(SQLStore):
         return np.frombuffer(b"".join(values), dtype=np.float32).reshape(len(values), -1)
 
     def _init_schema(self) -> None:
+        """Create the schema, or bring an older one to this version, in one transaction; a
+        read-only file is used as it is: it must be this application's, at this schema."""
+        foreign = f"{self.path} is a SQLite database of another application"
         with self._lock:
-            tables = {r[0] for r in self._conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if tables and "meta" not in tables:
-                raise StorageError(f"{self.path} is a SQLite database of another application")
             if self.read_only:
-                self._check_read_only_schema()
+                db = _Tx(self._conn)
+                version = checked_version(read_meta(db, _tables(db), self.path, foreign),
+                                          self.path)
+                if version != SCHEMA_VERSION:
+                    raise StorageError(
+                        f"{self.path} has schema version {version} and is read-only; this "
+                        f"rmm_core reads version {SCHEMA_VERSION}: open it once with write "
+                        "access to upgrade it")
                 return
             with self._tx() as db:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        db.run(statement)
-                row = db.one("SELECT value FROM meta WHERE key = 'app'")
-                if row is None:
-                    db.run("INSERT INTO meta VALUES ('app', ?)", (APP_ID,))
-                    db.run("INSERT INTO meta VALUES ('schema_version', ?)",
-                           (str(SCHEMA_VERSION),))
-                elif row[0] != APP_ID:
-                    raise StorageError(f"{self.path} belongs to another application ({row[0]})")
-                version = read_schema_version(_meta(db, "schema_version"), self.path)
-                if version > SCHEMA_VERSION:
-                    raise StorageError(
-                        f"{self.path} has schema version {version}; this rmm_core knows up "
-                        f"to {SCHEMA_VERSION}: upgrade the package")
-                if version < SCHEMA_VERSION:  # the schema above created what was missing
-                    if version < 3:
-                        rename_legacy_user_state(db)
-                    for table, columns in _ADDED_COLUMNS.items():
-                        have = {r[1] for r in db.all(f"PRAGMA table_info({table})")}
-                        for column in columns:
-                            if column.split()[0] not in have:
-                                db.run(f"ALTER TABLE {table} ADD COLUMN {column}")
-                    db.run("UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                           (str(SCHEMA_VERSION),))
-
-    def _check_read_only_schema(self) -> None:
-        """A read-only file is used as it is: it must be this application's, at this schema."""
-        db = _Tx(self._conn)
-        if _meta(db, "app") != APP_ID:
-            raise StorageError(f"{self.path} is not an rmm database")
-        version = read_schema_version(_meta(db, "schema_version"), self.path)
-        if version != SCHEMA_VERSION:
-            raise StorageError(f"{self.path} has schema version {version} and is read-only; "
-                               f"this rmm_core reads version {SCHEMA_VERSION}: open it once "
-                               "with write access to upgrade it")
+                upgrade(db, MIGRATIONS, _tables(db), where=self.path, foreign=foreign)
 
     def forget(self, user_id: str) -> None:
         super().forget(user_id)
@@ -237,9 +152,8 @@ class SQLiteStore(SQLStore):
             self._conn.close()
 
 
-def _meta(db: _Tx, key: str) -> str | None:
-    row = db.one("SELECT value FROM meta WHERE key = ?", (key,))
-    return row[0] if row else None
+def _tables(db: _Tx) -> set[str]:
+    return {r[0] for r in db.all("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
 def _writable(path: Path) -> bool:

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from rmm_core import InvalidInputError, ReflectiveMemory, StorageError
 from rmm_core.read import dbsearch
 from rmm_core.storage.base import NewMemory
-from rmm_core.storage.pg_search import lexical_tiers
+from rmm_core.storage.postgres.search import lexical_tiers
 from rmm_core.types import Memory, new_memory_id
 
 pytestmark = pytest.mark.backends
@@ -504,7 +504,7 @@ def test_a_memory_deleted_between_the_shortlists_keeps_the_signals_its_list_saw(
     """Each shortlist statement computes its own rows' three signals: a memory that the
     nearest-vector list found and a write deleted before the full-text list ran keeps its
     lexical score (it was scored 0 when a later statement looked its score up)."""
-    from rmm_core.storage.pg_tx import PgTx
+    from rmm_core.storage.postgres.tx import PgTx
 
     mem = open_memory(search_backend="database")
     writer = open_memory(search_backend="process")

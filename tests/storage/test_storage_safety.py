@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from backends import split_target
+from backends import run_sql, split_target
 
 from rmm_core import InvalidInputError, ReflectiveMemory, StorageError, Turn
 from rmm_core.cli import main
@@ -120,6 +120,47 @@ def test_another_embedding_dimension_is_refused_at_open(store_target, embedder):
         ReflectiveMemory.open(store_target, embedder=HashEmbedder(64))
     with ReflectiveMemory.open(store_target, embedder=embedder) as mem:
         assert mem.search("dog", user_id="u", k=1).hits
+
+
+@pytest.mark.backends
+def test_another_embedder_of_the_same_dimension_is_refused_at_open(store_target, embedder):
+    with ReflectiveMemory.open(store_target, embedder=HashEmbedder(384)) as mem:
+        mem.add_session([Turn("me", "I adopted a dog called Rex.")], user_id="u")
+    with pytest.raises(InvalidInputError, match=r"built with the embedder hash-384 but is "
+                                                r"opened with the embedder all-MiniLM-L6-v2"):
+        ReflectiveMemory.open(store_target, embedder=embedder)
+    with ReflectiveMemory.open(store_target, embedder=HashEmbedder(384)) as mem:
+        assert mem.search("dog", user_id="u", k=1).hits
+
+
+class Renamed(HashEmbedder):
+    """The same vectors as `HashEmbedder`, under another name (as a framework's wrapper)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.name = "renamed-hash"
+
+
+@pytest.mark.backends
+def test_the_same_model_under_another_name_is_accepted(store_target):
+    with ReflectiveMemory.open(store_target, embedder=HashEmbedder(384)) as mem:
+        mem.add_session([Turn("me", "I adopted a dog called Rex.")], user_id="u")
+        assert mem.store.embedder().name == "hash-384"
+    with ReflectiveMemory.open(store_target, embedder=Renamed(384)) as mem:
+        assert mem.search("dog", user_id="u", k=1).hits
+        assert mem.store.embedder().name == "hash-384"  # the record is kept
+
+
+@pytest.mark.backends
+def test_a_store_that_recorded_no_embedder_adopts_the_first_one_opened(store_target, embedder):
+    with ReflectiveMemory.open(store_target, embedder=embedder) as mem:
+        mem.add_session([Turn("me", "I adopted a dog called Rex.")], user_id="u")
+    run_sql(store_target, ["DELETE FROM meta WHERE key LIKE 'embedder%'"])  # as made before
+    with ReflectiveMemory.open(store_target, embedder=HashEmbedder(384)) as mem:
+        assert mem.search("dog", user_id="u", k=1).hits  # its vectors are taken as this one's
+    with pytest.raises(InvalidInputError, match=r"built with the embedder hash-384 but is "
+                                                r"opened with the embedder all-MiniLM"):
+        ReflectiveMemory.open(store_target, embedder=embedder)
 
 
 # durability ----------------------------------------------------------------------------------

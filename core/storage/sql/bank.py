@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from ...errors import InvalidInputError, NotFoundError, StorageError
 from ...types import FactChange, Memory, MemoryVersion, from_iso, iso, utcnow
-from ..base import AttrsUpdate, MergeInto, NewMemory
+from ..base import AttrsUpdate, EmbedderRecord, MergeInto, NewMemory
 from .backend import Tx, _chunks, _marks
 from .index_data import IndexDataSQL
 from .jsontext import dumps, loads
@@ -25,6 +26,17 @@ _VECTOR_INSERT = "INSERT INTO memory_vectors (memory_id, user_id, idx, vec) VALU
 
 def _union(a: Sequence[str], b: Sequence[str]) -> list[str]:
     return list(dict.fromkeys([*a, *b]))
+
+
+def _last_versions(db: Tx, user_id: str, ids: Sequence[str]) -> dict[str, int]:
+    """Each memory's highest version number (0: none yet), all read at once rather than one
+    query a memory."""
+    last = dict.fromkeys(ids, 0)
+    for chunk in _chunks(list(last)):
+        last.update(db.all(f"SELECT memory_id, MAX(version) FROM memory_versions WHERE "
+                           f"user_id = ? AND memory_id IN ({_marks(len(chunk))}) "
+                           "GROUP BY memory_id", (user_id, *chunk)))
+    return last
 
 
 class MemoryBankSQL(IndexDataSQL):
@@ -188,11 +200,11 @@ class MemoryBankSQL(IndexDataSQL):
             for mid, fields in validity.items():
                 db.run("UPDATE memories SET validity = ? WHERE id = ? AND user_id = ?",
                        (dumps(fields), mid, user_id))
+            last = _last_versions(db, user_id, [v[0] for v in versions])
             for mid, text, refs, source in versions:
-                version = db.one("SELECT COALESCE(MAX(version), 0) FROM memory_versions "
-                                 "WHERE memory_id = ? AND user_id = ?", (mid, user_id))[0] + 1
-                db.run(_VERSION_INSERT, (mid, user_id, version, text, refs, "superseded", now,
-                                         source))
+                last[mid] += 1
+                db.run(_VERSION_INSERT, (mid, user_id, last[mid], text, refs, "superseded",
+                                         now, source))
             # no generation bump: nothing a search index or sample holds depends on validity,
             # and searches read it from the rows they return
         return self.memories(user_id, ids)
@@ -200,6 +212,7 @@ class MemoryBankSQL(IndexDataSQL):
     def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
         now = iso(utcnow())
         with self._tx(f"user:{user_id}") as db:
+            last = _last_versions(db, user_id, [u.memory_id for u in updates if u.reason])
             for up in updates:
                 row = db.one("SELECT text, refs FROM memories WHERE id = ? AND user_id = ?",
                              (up.memory_id, user_id))
@@ -215,13 +228,12 @@ class MemoryBankSQL(IndexDataSQL):
                            (self._vec_param(np.asarray(up.key_vector, dtype=np.float32)),
                             up.memory_id, user_id))
                 if up.reason:
-                    version = db.one("SELECT MAX(version) FROM memory_versions WHERE "
-                                     "memory_id = ? AND user_id = ?", (up.memory_id, user_id))[0]
+                    last[up.memory_id] += 1
                     db.run("UPDATE memories SET updated_at = ? WHERE id = ? AND user_id = ?",
                            (now, up.memory_id, user_id))
                     db.run("INSERT INTO memory_versions (memory_id, user_id, version, text, "
                            "refs, reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           (up.memory_id, user_id, (version or 0) + 1, row[0], row[1],
+                           (up.memory_id, user_id, last[up.memory_id], row[0], row[1],
                             up.reason, now, up.source))
             if updates:
                 self._bump(db, user_id, [u.memory_id for u in updates])
@@ -277,3 +289,23 @@ class MemoryBankSQL(IndexDataSQL):
     def vector_dim(self) -> int | None:
         rows = self._read(f"SELECT {self._VECTOR_DIM_SQL} FROM memory_vectors LIMIT 1")
         return int(rows[0][0]) if rows else None
+
+    def embedder(self) -> EmbedderRecord | None:
+        meta = dict(self._read("SELECT key, value FROM meta WHERE key IN ('embedder', "
+                               "'embedder_probe')"))
+        if "embedder" not in meta:
+            return None
+        probe = meta.get("embedder_probe")
+        return EmbedderRecord(self._dec(meta["embedder"]), None if probe is None else
+                              np.frombuffer(base64.b64decode(probe), dtype=np.float32))
+
+    def record_embedder(self, record: EmbedderRecord) -> EmbedderRecord | None:
+        rows = [("embedder", self._enc(record.name))]
+        if record.probe is not None:
+            probe = np.asarray(record.probe, dtype=np.float32).tobytes()
+            rows.append(("embedder_probe", base64.b64encode(probe).decode("ascii")))
+        with self._tx("meta:embedder") as db:  # the first of processes opening it at once wins
+            if db.one("SELECT 1 FROM meta WHERE key = 'embedder'") is None:
+                db.many("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO "
+                        "UPDATE SET value = excluded.value", rows)
+        return self.embedder()

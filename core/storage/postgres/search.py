@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .base import SignalRow
-from .pg_build import LEXEMES, TEXT_SEARCH, Builder, build, search_ready
-from .pg_pair import SearchPair
-from .pg_tx import PgTx
+from ..base import SignalRow
+from .build import LEXEMES, TEXT_SEARCH, Builder, build, search_ready
+from .pair import SearchPair
+from .tx import PgTx
 
 _NEAR = ("SELECT m.id, m.speakers, {score}, m.unit, t.turn FROM (SELECT v.memory_id AS id, "
          "m.speakers, m.lexemes, -({order}) AS unit FROM memory_vectors v JOIN memories m ON "
@@ -245,7 +245,7 @@ class PostgresSearch:
     def prepare_search(self, dim: int, *, wait: bool = True) -> bool:
         """Whether the search indexes (GIN over each key's lexemes, HNSW over the memories'
         own vectors of dimension `dim`) are valid; if not, build them: now (`wait`), else in
-        the background while searches go on in process (`pg_build`). Writers are not blocked
+        the background while searches go on in process (`build`). Writers are not blocked
         either way; one process builds at a time."""
         if not wait and self._builder.busy:
             return False

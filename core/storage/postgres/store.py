@@ -1,9 +1,9 @@
 """The server store: PostgreSQL with pgvector, shared by many application processes.
 
 Tables live in their own schema (`rmm` unless the URL says `?rmm_schema=name`), created and
-migrated by the library under an advisory lock (`pg_schema`). Writes of one user are
+migrated by the library under an advisory lock (`schema`). Writes of one user are
 serialised by an advisory transaction lock, so several servers can append, reflect and
-forget at once. In-database search is the `pg_search` mixin.
+forget at once. In-database search is the `search` mixin.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ..errors import InvalidInputError, MissingDependencyError, StorageError
-from .pg_build import Builder
-from .pg_pair import SearchPair
-from .pg_schema import migrate
-from .pg_search import PostgresSearch
-from .pg_tx import PgTx
-from .redact import redact
-from .sql import SQLStore
+from ...errors import InvalidInputError, MissingDependencyError, StorageError
+from ..redact import redact
+from ..sql import SQLStore
+from .build import Builder
+from .pair import SearchPair
+from .schema import migrate
+from .search import PostgresSearch
+from .tx import PgTx
 
 # PostgreSQL text cannot hold NUL: NUL and the escape character itself are escaped
 _ESC = "\ue000"
@@ -49,7 +49,7 @@ def _split_url(url: str) -> tuple[str, str]:
 
 class PostgresStore(PostgresSearch, SQLStore):
     """One psycopg connection per store, guarded by a lock, and two more that only in-database
-    searches use (`pg_pair`); each reconnects after a broken link."""
+    searches use (`pair`); each reconnects after a broken link."""
 
     def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
         try:

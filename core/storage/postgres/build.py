@@ -10,14 +10,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .pg_tx import lock_key
+from .tx import lock_key
 
 log = logging.getLogger(__name__)
 
 TEXT_SEARCH = "english"
 """PostgreSQL text search configuration of the keys' lexemes (stems English)."""
 LEXEMES = "m.lexemes"
-"""A memory's lexemes: a column the store's trigger fills on write (`pg_schema`), so that a
+"""A memory's lexemes: a column the store's trigger fills on write (`schema`), so that a
 search reads them instead of computing them again for every row it touches."""
 LEXEME_INDEX = "memories_by_lexemes"
 LEGACY_INDEX = "memories_lexemes"

@@ -10,8 +10,8 @@ from concurrent.futures import wait
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from ..background import in_background
-from .pg_tx import PgTx
+from ...background import in_background
+from .tx import PgTx
 
 A = TypeVar("A")
 B = TypeVar("B")
