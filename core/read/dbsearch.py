@@ -28,7 +28,7 @@ from .tokens import tokenize
 
 if TYPE_CHECKING:
     from ..lru import ByteLRU
-    from ..storage.pg_search import Sample
+    from ..storage.postgres.search import Sample
 
 AUTO_MIN_MEMORIES = 20_000
 """`search_backend="auto"` searches a user's bank in the database from this many memories:
