@@ -153,9 +153,11 @@ class MemoryConfig(BaseModel):
                                                         "search follows links.")
     hit_excerpts: bool = Field(
         True, description="Cut hits after the first two to what bears on the query: a "
-                          "memory's lines by the speakers the query names and, past 60 words, "
-                          "its sentences sharing most of the query's words; `hit.refs` then "
-                          "name only the turns the hit still carries words of.")
+                          "memory's lines by the speakers the query names and, past 60 words "
+                          "(30 for a query asking for a list, a count, an order or a "
+                          "summary), its sentences sharing most of the query's words; "
+                          "`hit.refs` then name only the turns the hit still carries words "
+                          "of.")
 
 
 def unit_words(config: MemoryConfig) -> int:

@@ -6,8 +6,10 @@ The first WHOLE hits stay whole (the context around the best evidence). Every la
 keeps, of a memory that holds several speakers' turns, only the turns of the speakers the
 question names ("What has Melanie painted?": Melanie's own words); and when it is still
 longer than EXCERPT_WORDS, only its sentences sharing most of the question's words (ties
-broken by how close their turn is to the question), in their order. A hit's `refs` then
-name only the turns it still carries words of.
+broken by how close their turn is to the question), in their order. A question that asks
+for a list, a count, an order or a summary (`gathers`) is served by gathering: the later
+hits are cut to GATHER_WORDS instead, so that many distinct hits fit. A hit's `refs`
+then name only the turns it still carries words of.
 """
 
 from __future__ import annotations
@@ -29,6 +31,18 @@ EXCERPT_WORDS = 60
 """Words a later hit is cut to (its date and notes included), as long as the passages a
 plain vector store cuts: the excerpt competes on what it holds, not on being shorter."""
 
+GATHER_WORDS = 30
+"""Words a hit is cut to for a question that gathers: about one sentence per event."""
+
+GATHERING = re.compile(
+    r"\b(?:lists?|order|sequence|timeline|chronolog\w*|summar\w*|overview|recap|how many|"
+    r"how often|number of|count|all|every|each|both|in common|across|throughout|over time|"
+    r"so far|progress\w*|evolv\w*)\b"
+    r"|\b(?:what|which)\s+(?:\S+\s+)?(?!(?:is|was|does|has|this|its|his|as|us)\b)\w{3,}s\b",
+    re.IGNORECASE)
+"""Words of a question that asks for several things or an aggregate of them: a list, a
+count, an order, a summary, or things in the plural ("which cities has Jon visited?")."""
+
 _SENTENCE = re.compile(r"(?<=[.!?;:])\s+|\s*\n\s*")
 """Where a sentence (or clause) ends: after its punctuation, or at a line break."""
 
@@ -48,9 +62,11 @@ def excerpts(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
              rows: Mapping[str, np.ndarray], stemmer: Callable | None = None
              ) -> list[MemoryHit]:
     """`hits` in the same order, those after the first WHOLE cut to what bears on `query`
-    (`rows`: memory id -> its vector rows, its own then its turns', where known)."""
+    (to GATHER_WORDS when it `gathers`, else EXCERPT_WORDS; `rows`: memory id -> its
+    vector rows, its own then its turns', where known)."""
     if len(hits) <= WHOLE:
         return list(hits)
+    words = GATHER_WORDS if gathers(query) else EXCERPT_WORDS
     names = _named(query, {s for h in hits[WHOLE:] for s in h.memory.speakers})
     cut = {i: parts for i, h in enumerate(hits) if i >= WHOLE
            if (parts := _parts(h, names, query_vec, rows.get(h.memory.id))) is not None}
@@ -58,7 +74,13 @@ def excerpts(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     tokens = iter(tokenize([query, *sentences], stemmer, QUESTION_WORDS))
     asked = set(next(tokens))
     shared = {s: len(asked.intersection(t)) for s, t in zip(sentences, tokens)}
-    return [_excerpt(h, cut[i], shared) if i in cut else h for i, h in enumerate(hits)]
+    return [_excerpt(h, cut[i], shared, words) if i in cut else h
+            for i, h in enumerate(hits)]
+
+
+def gathers(query: str) -> bool:
+    """Whether the query asks for a list, a count, an order or a summary (`GATHERING`)."""
+    return bool(GATHERING.search(query))
 
 
 def _named(query: str, speakers: set[str]) -> set[str]:
@@ -101,21 +123,22 @@ def _split(text: str) -> list[str]:
     return [s for s in _SENTENCE.split(text) if s.strip()]
 
 
-def _excerpt(hit: MemoryHit, parts: list[_Part], shared: Mapping[str, int]) -> MemoryHit:
-    """The hit with its memory's text replaced by the parts' best sentences that fit
-    EXCERPT_WORDS, in their order (when none fits, the best one cut to fit)."""
+def _excerpt(hit: MemoryHit, parts: list[_Part], shared: Mapping[str, int],
+             words: int) -> MemoryHit:
+    """The hit with its memory's text replaced by the parts' best sentences that fit in
+    `words`, in their order (when none fits, the best one cut to fit)."""
     head, _, tail = hit.text.partition(hit.memory.text)
-    room = EXCERPT_WORDS - len(head.split()) - len(tail.split())
+    room = words - len(head.split()) - len(tail.split())
     ranked = sorted((-shared[s], -p.closeness, i, j) for i, p in enumerate(parts)
                     for j, s in enumerate(p.sentences))
     kept: dict[tuple[int, int], str] = {}
     for _, _, i, j in ranked:
         sentence = parts[i].sentences[j]
-        words = len(sentence.split()) + (0 if any(k[0] == i for k in kept)
-                                         else len(parts[i].label.split()))
-        if words <= room:
+        size = len(sentence.split()) + (0 if any(k[0] == i for k in kept)
+                                        else len(parts[i].label.split()))
+        if size <= room:
             kept[i, j] = sentence
-            room -= words
+            room -= size
     if not kept and ranked:
         _, _, i, j = ranked[0]
         cut = max(1, room - len(parts[i].label.split()))

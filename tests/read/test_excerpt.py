@@ -11,7 +11,7 @@ import pytest
 
 from rmm_core import ReflectiveMemory, Turn
 from rmm_core.bench.metrics import fitting
-from rmm_core.read.excerpt import EXCERPT_WORDS, WHOLE, excerpts
+from rmm_core.read.excerpt import EXCERPT_WORDS, GATHER_WORDS, WHOLE, excerpts, gathers
 from rmm_core.types import Memory, MemoryHit
 
 HOBBIES = ["pottery", "rock climbing", "the cello", "birdwatching", "sourdough baking"]
@@ -61,6 +61,7 @@ def _covered(mem: ReflectiveMemory, query: str, budget: int) -> set[str]:
 def test_a_list_question_reaches_every_session_within_the_budget(bank):
     hobby_turns = {f"D{n}:2" for n in range(len(HOBBIES))}
     query = "What hobbies has Ana taken up?"
+    assert gathers(query)
     whole = bank(hit_excerpts=False)
     assert not hobby_turns <= _covered(whole, query, 450)  # whole hits run out of words
     whole.close()
@@ -89,13 +90,39 @@ def test_a_cut_hit_refs_only_the_turns_it_carries(bank):
 
 def test_the_first_hits_stay_whole_and_the_setting_turns_it_off(bank):
     mem = bank()
-    hits = mem.search("What hobbies has Ana taken up?", user_id="u1", k=10).hits
+    query = "Which hobby did Ana pick up in March?"
+    assert not gathers(query)
+    hits = mem.search(query, user_id="u1", k=10).hits
     assert all(h.excerpt_refs is None and h.memory.text in h.text for h in hits[:WHOLE])
     assert any(h.memory.text not in h.text for h in hits[WHOLE:])
     mem.close()
-    off = bank(hit_excerpts=False).search("What hobbies has Ana taken up?", user_id="u1",
-                                          k=10).hits
+    off = bank(hit_excerpts=False).search(query, user_id="u1", k=10).hits
     assert all(h.memory.text in h.text and h.refs == h.memory.refs for h in off)
+
+
+def test_a_gathering_question_cuts_the_later_hits_shorter(bank):
+    query = "Summarise the hobbies Ana told me about, in order."
+    assert gathers(query)
+    hits = bank().search(query, user_id="u1", k=10).hits
+    assert all(len(h.text.split()) <= GATHER_WORDS for h in hits[WHOLE:])
+    assert any(len(h.text.split()) > GATHER_WORDS for h in hits[:WHOLE])
+    assert {f"D{n}:2" for n in range(len(HOBBIES))} <= {r for h in hits[:5] for r in h.refs}
+
+
+@pytest.mark.parametrize("query", [
+    "What activities has Melanie done with her family?", "Which cities has Jon visited?",
+    "How many times did I change the database schema?",
+    "Can you list the order in which I brought up the features?",
+    "Give me a summary of how my weather app progressed."])
+def test_list_count_order_and_summary_questions_gather(query):
+    assert gathers(query)
+
+
+@pytest.mark.parametrize("query", [
+    "What did Caroline research?", "When did Melanie paint a sunrise?",
+    "What is Caroline's relationship status?", "Where does Jon work now?"])
+def test_questions_about_one_thing_do_not_gather(query):
+    assert not gathers(query)
 
 
 def _hit(text: str, refs: list[str], speakers: list[str], rank: int) -> MemoryHit:
