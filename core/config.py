@@ -151,6 +151,13 @@ class MemoryConfig(BaseModel):
         0.5, ge=-1.0, le=1.0, description="Key cosine a neighbour needs for an LLM-free link.")
     note_follow: int = Field(1, ge=1, le=20, description="Linked memories added per hit when "
                                                         "search follows links.")
+    hit_excerpts: bool = Field(
+        True, description="Cut hits after the first two to what bears on the query: a "
+                          "memory's lines by the speakers the query names and, past 60 words "
+                          "(30 for a query asking for a list, a count, an order or a "
+                          "summary), its sentences sharing most of the query's words; "
+                          "`hit.refs` then name only the turns the hit still carries words "
+                          "of.")
 
 
 def unit_words(config: MemoryConfig) -> int:

@@ -290,9 +290,15 @@ class MemoryHit:
     retrieval: float | None = None
     """A candidate's fused retrieval score (z-scored BM25, dense and turn signals; it ranks
     the candidates of this one search and means nothing outside it); None on hits."""
+    excerpt_refs: tuple[str, ...] | None = None
+    """The turns `text` still carries words of when it is an excerpt of its memory that
+    left some turns out (`rmm_core.read.excerpt`); None: all of the memory's refs."""
 
     @property
     def refs(self) -> list[str]:
+        """The ids of the source turns whose words `text` carries."""
+        if self.excerpt_refs is not None:
+            return list(self.excerpt_refs)
         return self.memory.refs
 
     def metadata(self) -> dict[str, Any]:
@@ -301,7 +307,7 @@ class MemoryHit:
         memory = self.memory
         return {
             "memory_id": memory.id, "score": self.score, "rank": self.rank,
-            "refs": list(memory.refs), "session_ids": list(memory.session_ids),
+            "refs": list(self.refs), "session_ids": list(memory.session_ids),
             "occurred_at": iso(memory.occurred_at), "created_at": iso(memory.created_at),
             "updated_at": iso(memory.updated_at), "current": memory.current,
             "valid_from": iso(memory.valid_from), "valid_to": iso(memory.valid_to),

@@ -18,6 +18,7 @@ from ..types import Memory, MemoryHit, SearchResult
 from .cache import IndexCache
 from .context import hit_text
 from .dbsearch import DatabaseSearcher
+from .excerpt import excerpts
 from .index import FusionWeights, Scale, UserIndex
 from .latest import latest_first
 from .provisional import OpenTurns
@@ -88,6 +89,9 @@ class Searcher:
                 result.hits = latest_first(result.hits, query,
                                            assistants=self.config.assistant_speakers)
             result.hits = arrange(result.hits, query=query, current_first=now)
+        if self.config.hit_excerpts:
+            result.hits = excerpts(result.hits, query, query_vec, {
+                c.memory.id: r for c, r in zip(candidates, rows)}, self.indexes.stemmer)
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
                                        retrieval=c.score) for c in candidates]
         result.state = {"query_vec": query_vec, "ranking": ranking}

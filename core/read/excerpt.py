@@ -1,0 +1,153 @@
+"""Hits cut to the words that bear on the question, so that a context budget reaches more
+memories: questions whose evidence is spread over many turns and sessions need many short
+hits, not a few long ones.
+
+The first WHOLE hits stay whole (the context around the best evidence). Every later hit
+keeps, of a memory that holds several speakers' turns, only the turns of the speakers the
+question names ("What has Melanie painted?": Melanie's own words); and when it is still
+longer than EXCERPT_WORDS, only its sentences sharing most of the question's words (ties
+broken by how close their turn is to the question), in their order. A question that asks
+for a list, a count, an order or a summary (`gathers`) is served by gathering: the later
+hits are cut to GATHER_WORDS instead, so that many distinct hits fit. A hit's `refs`
+then name only the turns it still carries words of.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..types import MemoryHit
+from .index import QUESTION_WORDS
+from .tokens import tokenize
+
+WHOLE = 2
+"""Hits kept whole at the head of the list."""
+
+EXCERPT_WORDS = 60
+"""Words a later hit is cut to (its date and notes included), as long as the passages a
+plain vector store cuts: the excerpt competes on what it holds, not on being shorter."""
+
+GATHER_WORDS = 30
+"""Words a hit is cut to for a question that gathers: about one sentence per event."""
+
+GATHERING = re.compile(
+    r"\b(?:lists?|order|sequence|timeline|chronolog\w*|summar\w*|overview|recap|how many|"
+    r"how often|number of|count|all|every|each|both|in common|across|throughout|over time|"
+    r"so far|progress\w*|evolv\w*)\b"
+    r"|\b(?:what|which)\s+(?:\S+\s+)?(?!(?:is|was|does|has|this|its|his|as|us)\b)\w{3,}s\b",
+    re.IGNORECASE)
+"""Words of a question that asks for several things or an aggregate of them: a list, a
+count, an order, a summary, or things in the plural ("which cities has Jon visited?")."""
+
+_SENTENCE = re.compile(r"(?<=[.!?;:])\s+|\s*\n\s*")
+"""Where a sentence (or clause) ends: after its punctuation, or at a line break."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One turn's words in a hit: its speaker label, its sentences, its turn id (None: the
+    hit is one passage whose refs stand together) and its closeness to the question."""
+
+    label: str
+    sentences: list[str]
+    ref: str | None
+    closeness: float
+
+
+def excerpts(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
+             rows: Mapping[str, np.ndarray], stemmer: Callable | None = None
+             ) -> list[MemoryHit]:
+    """`hits` in the same order, those after the first WHOLE cut to what bears on `query`
+    (to GATHER_WORDS when it `gathers`, else EXCERPT_WORDS; `rows`: memory id -> its
+    vector rows, its own then its turns', where known)."""
+    if len(hits) <= WHOLE:
+        return list(hits)
+    words = GATHER_WORDS if gathers(query) else EXCERPT_WORDS
+    names = _named(query, {s for h in hits[WHOLE:] for s in h.memory.speakers})
+    cut = {i: parts for i, h in enumerate(hits) if i >= WHOLE
+           if (parts := _parts(h, names, query_vec, rows.get(h.memory.id))) is not None}
+    sentences = [s for parts in cut.values() for p in parts for s in p.sentences]
+    tokens = iter(tokenize([query, *sentences], stemmer, QUESTION_WORDS))
+    asked = set(next(tokens))
+    shared = {s: len(asked.intersection(t)) for s, t in zip(sentences, tokens)}
+    return [_excerpt(h, cut[i], shared, words) if i in cut else h
+            for i, h in enumerate(hits)]
+
+
+def gathers(query: str) -> bool:
+    """Whether the query asks for a list, a count, an order or a summary (`GATHERING`)."""
+    return bool(GATHERING.search(query))
+
+
+def _named(query: str, speakers: set[str]) -> set[str]:
+    """The speakers whose names the query says (as whole words, any case)."""
+    return {s for s in speakers if s.strip() and
+            re.search(rf"(?<!\w){re.escape(s.strip())}(?!\w)", query, re.IGNORECASE)}
+
+
+def _parts(hit: MemoryHit, names: set[str], query_vec: np.ndarray,
+           rows: np.ndarray | None) -> list[_Part] | None:
+    """The hit's turns as parts, only the named speakers' when some but not all of its
+    speakers are named; None when the hit cannot be cut (its memory's text is not in it)."""
+    memory = hit.memory
+    if memory.text not in hit.text:
+        return None
+    lines = memory.text.split("\n")
+    labels = [_label(line, memory.speakers) for line in lines]
+    per_turn = len(lines) == len(memory.refs) > 1 and all(labels)
+    if not per_turn:
+        if len(memory.refs) > 1:  # which words are whose turn's is not known: keep all
+            return None
+        label = _label(memory.text, memory.speakers)
+        return [_Part(label, _split(memory.text[len(label):]), None, 0.0)]
+    close = rows[1:] @ query_vec if rows is not None and len(rows) == len(lines) + 1 \
+        else np.zeros(len(lines))
+    parts = [_Part(label, _split(line[len(label):]), ref, float(c))
+             for line, label, ref, c in zip(lines, labels, memory.refs, close)]
+    said = {p.label[:-2] for p in parts}
+    if names & said and not said <= names:
+        parts = [p for p in parts if p.label[:-2] in names]
+    return parts
+
+
+def _label(line: str, speakers: Sequence[str]) -> str:
+    """The `speaker: ` that starts a context line ('' when none of `speakers` does)."""
+    return next((f"{s}: " for s in speakers if line.startswith(f"{s}: ")), "")
+
+
+def _split(text: str) -> list[str]:
+    return [s for s in _SENTENCE.split(text) if s.strip()]
+
+
+def _excerpt(hit: MemoryHit, parts: list[_Part], shared: Mapping[str, int],
+             words: int) -> MemoryHit:
+    """The hit with its memory's text replaced by the parts' best sentences that fit in
+    `words`, in their order (when none fits, the best one cut to fit)."""
+    head, _, tail = hit.text.partition(hit.memory.text)
+    room = words - len(head.split()) - len(tail.split())
+    ranked = sorted((-shared[s], -p.closeness, i, j) for i, p in enumerate(parts)
+                    for j, s in enumerate(p.sentences))
+    kept: dict[tuple[int, int], str] = {}
+    for _, _, i, j in ranked:
+        sentence = parts[i].sentences[j]
+        size = len(sentence.split()) + (0 if any(k[0] == i for k in kept)
+                                        else len(parts[i].label.split()))
+        if size <= room:
+            kept[i, j] = sentence
+            room -= size
+    if not kept and ranked:
+        _, _, i, j = ranked[0]
+        cut = max(1, room - len(parts[i].label.split()))
+        kept[i, j] = " ".join(parts[i].sentences[j].split()[:cut])
+    carried = sorted({i for i, _ in kept})
+    lines = [parts[i].label + " ".join(kept[i, j] for j in range(len(parts[i].sentences))
+                                       if (i, j) in kept) for i in carried]
+    refs = [parts[i].ref for i in carried if parts[i].ref is not None]
+    text = head + "\n".join(lines) + tail
+    if text == hit.text:
+        return hit
+    return replace(hit, text=text, excerpt_refs=tuple(refs) if refs else None)
