@@ -11,7 +11,7 @@ from typing import Any
 
 from .agents.workflows import WorkflowMemory
 from .agents.working import WorkingContext
-from .config import MemoryConfig, cache_budget, unit_words
+from .config import MemoryConfig, cache_budget, nest, unit_words
 from .errors import FeedbackError, InvalidInputError, NotFoundError
 from .learn.attribute import CitedAnswer, answer_with_citations
 from .learn.rerank import LearnedReranker
@@ -79,22 +79,23 @@ class ReflectiveMemory:
         """The user's LLM as every LLM caller uses it: counted, time-bounded, typed errors."""
         self._llms = PerCallLLMs(self.llm, self.config)
         self.embedder = as_embedder(embedder) if embedder is not None else \
-            default_embedder(self.config.embedding_model)
+            default_embedder(self.config.embedding.model)
         self.pipeline = pipeline or build_pipeline(self.config, self.llm)
         self._stemmer = english_stemmer()
+        fusion = self.config.fusion
         self._weights = FusionWeights(
-            self.config.lexical_weight, self.config.dense_weight, self.config.turn_weight,
-            self.config.neighbour_smoothing, self.config.assistant_weight,
-            frozenset(s.casefold() for s in self.config.assistant_speakers))
+            fusion.lexical_weight, fusion.dense_weight, fusion.turn_weight,
+            fusion.neighbour_smoothing, fusion.assistant_weight,
+            frozenset(s.casefold() for s in fusion.assistant_speakers))
         self._cache: ByteLRU[Any] = ByteLRU(cache_budget(self.config))
         """Users' search indexes and reranker weights, in one byte budget."""
         self._indexes = IndexCache(store, self._cache, self._stemmer)
         self._reflector = Reflector(store, self.embedder, self.pipeline, self._indexes.get,
-                                    turn_vectors=self.config.turn_vectors,
-                                    memory_vector=self.config.memory_vector,
-                                    retry_delay=self.config.reflection_retry_delay,
+                                    turn_vectors=self.config.embedding.turn_vectors,
+                                    memory_vector=self.config.embedding.memory_vector,
+                                    retry_delay=self.config.sessions.reflection_retry_delay,
                                     unit_words=unit_words(self.config))
-        if self.config.notes:  # A-MEM notes and links after each reflection commit
+        if self.config.notes.enabled:  # A-MEM notes and links after each reflection commit
             from .agents.notes import keeper_for
 
             self._reflector.after_commit = keeper_for(store, self.embedder, self.config,
@@ -103,7 +104,7 @@ class ReflectiveMemory:
         self._search = Searcher(store, self.embedder, self.config, self._indexes,
                                 self._reranker, self._weights)
         self._supersede = Supersession(store, self._search.similar,
-                                       assistants=self.config.assistant_speakers) \
+                                       assistants=self.config.fusion.assistant_speakers) \
             if self.config.supersession else None
         self._reflector.supersede = self._supersede
         self._ingest = Ingestor(store, self.config, self._reflector)
@@ -111,7 +112,7 @@ class ReflectiveMemory:
         if store.read_only:  # a read-only store is searched as it is
             return
         self._search.database.prepare(getattr(self.embedder, "dim", None))
-        if self.config.background_reflection:  # its first sweep does what open() did
+        if self.config.sessions.background_reflection:  # its first sweep does what open() did
             self._ingest.start_worker()
         elif recover:
             self.reflect_pending()
@@ -126,16 +127,17 @@ class ReflectiveMemory:
              **settings: Any) -> ReflectiveMemory:
         """Open (or create) a memory at a file path, `:memory:`, or a database URL.
 
-        `settings` are `MemoryConfig` fields; stage arguments replace single stages.
-        `embedder` replaces `embedding_model`: an `Embedder`, a LangChain `Embeddings` or a
-        LlamaIndex `BaseEmbedding` (as it is); a store keeps the dimension it was built with.
+        `settings` are `MemoryConfig` groups or dotted names (`**{"reranker.kind": "rmm"}`,
+        `search={"candidates": 40}`), applied over `config`; stage arguments replace single
+        stages. `embedder` replaces `embedding.model`: an `Embedder`, a LangChain `Embeddings`
+        or a LlamaIndex `BaseEmbedding` (as it is); a store keeps the dimension it was built with.
         Open sessions left unreflected by a crash are reflected here (`recover=False`: not).
         """
         if isinstance(config, Mapping):
-            config = MemoryConfig(**config)
+            config = MemoryConfig.model_validate(nest(config, stacklevel=2))
         config = config or MemoryConfig()
         if settings:
-            config = MemoryConfig(**{**config.model_dump(), **settings})
+            config = config.updated(**nest(settings, stacklevel=2))
         llm = metered(llm, config)
         pipeline = build_pipeline(config, llm)
         for name, stage in (("segmenter", segmenter), ("extractor", extractor),
@@ -145,7 +147,7 @@ class ReflectiveMemory:
         if isinstance(target, Store):
             return cls(target, config=config, embedder=embedder, pipeline=pipeline, llm=llm,
                        recover=recover)
-        store = open_store(target, synchronous=config.synchronous)
+        store = open_store(target, synchronous=config.storage.synchronous)
         try:
             return cls(store, config=config, embedder=embedder, pipeline=pipeline, llm=llm,
                        recover=recover)
@@ -312,7 +314,7 @@ class ReflectiveMemory:
         cuts the hits (`rmm_core.read.explain`); computed only when asked.
         """
         user_id = check_id(user_id, "user_id")
-        query = check_query(query, self.config.max_query_chars)
+        query = check_query(query, self.config.search.max_query_chars)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
         wanted = check_filters(filters, agent_id=agent_id, run_id=run_id)
@@ -358,7 +360,7 @@ class ReflectiveMemory:
         """RMM's learned score q'.m' of arbitrary texts for `query` (framework rerankers call
         this); a text whose memory id is this user's is scored by that memory's stored rows."""
         user_id = check_id(user_id, "user_id")
-        query = check_query(query, self.config.max_query_chars)
+        query = check_query(query, self.config.search.max_query_chars)
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise InvalidInputError("rerank_texts needs a query string and a list of strings")
         texts = [check_unicode(t, "text") for t in texts]
@@ -375,11 +377,11 @@ class ReflectiveMemory:
         """SCM read path: gate (is memory needed?), search, then build a context within
         `budget` (raw turns or summaries, previous turn always kept); says what and why."""
         controller = controller or SCMController.for_llm(self.llm)
-        query = check_query(query, self.config.max_query_chars)
+        query = check_query(query, self.config.search.max_query_chars)
         with self._usage_for(user_id):
             return controller.recall(self, query, user_id=user_id,
                                      previous_turn=previous_turn, budget=budget, k=k,
-                                     dates=self.config.context_dates)
+                                     dates=self.config.search.context_dates)
 
     def best_similarity(self, query: str, *, user_id: str) -> float:
         """The best cosine of any of the user's memories to `query` (0 when none): one

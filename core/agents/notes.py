@@ -344,8 +344,8 @@ def keeper_for(store: MemoryBank, embedder: Embedder, config: Any, llm: Any = No
     if llm is not None:
         model = metered(llm, config)
         writer: NoteWriter = LLMNoteWriter(model)
-        linker: Linker = LLMLinker(model, SimilarityLinker(config.note_link_threshold))
+        linker: Linker = LLMLinker(model, SimilarityLinker(config.notes.link_threshold))
     else:
-        writer, linker = TfidfNoteWriter(), SimilarityLinker(config.note_link_threshold)
-    return NoteKeeper(store, embedder, writer, linker, neighbours=config.note_links,
-                      in_key=config.notes_in_key)
+        writer, linker = TfidfNoteWriter(), SimilarityLinker(config.notes.link_threshold)
+    return NoteKeeper(store, embedder, writer, linker, neighbours=config.notes.links,
+                      in_key=config.notes.in_key)

@@ -323,7 +323,8 @@ def metered(llm: Any, config: MemoryConfig | None = None) -> MeteredLLM | None:
         return llm
     if config is None:
         return MeteredLLM(as_llm(llm))
-    return MeteredLLM(as_llm(llm), timeout=config.llm_timeout, workers=config.llm_workers)
+    return MeteredLLM(as_llm(llm), timeout=config.stages.llm_timeout,
+                      workers=config.stages.llm_workers)
 
 
 # a dependency-free client for local OpenAI-compatible servers ---------------------------------

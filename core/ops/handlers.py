@@ -106,7 +106,7 @@ def _add(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     except InvalidInputError as exc:
         raise CommandError(f"nothing added: {exc}", BAD_DATA) from exc
     try:
-        mem = _reader(store, MemoryConfig(embedding_model=args.embedding_model))
+        mem = _reader(store, MemoryConfig(embedding={"model": args.embedding_model}))
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
     try:
@@ -128,7 +128,7 @@ def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     try:
         from ..config import MemoryConfig
 
-        mem = _reader(store, MemoryConfig(embedding_model=args.embedding_model))
+        mem = _reader(store, MemoryConfig(embedding={"model": args.embedding_model}))
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
     try:
@@ -176,9 +176,9 @@ def _reflect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         mem = _reader(store, config, llm)
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
-    timeout = config.session_idle_timeout
+    timeout = config.sessions.idle_timeout
     idle_before = float("inf") if args.open else (time.time() - timeout if timeout else None)
-    limit = None if args.retry_failed else config.reflection_max_attempts
+    limit = None if args.retry_failed else config.sessions.reflection_max_attempts
     waiting = [s for u in users
                for s in store.pending_sessions(idle_before, u, max_failures=limit)]
     memories, failed = 0, []

@@ -126,10 +126,10 @@ def test_another_embedding_dimension_is_refused_at_open(store_target, embedder):
 @pytest.mark.parametrize("level, code", [("NORMAL", 1), ("FULL", 2)])
 def test_synchronous_is_a_setting(tmp_path, level, code):
     with ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=HashEmbedder(),
-                               synchronous=level) as mem:
+                               storage={"synchronous": level}) as mem:
         assert mem.store._conn.execute("PRAGMA synchronous").fetchone()[0] == code
     with pytest.raises(ValueError, match="synchronous"):
-        ReflectiveMemory.open(":memory:", embedder=HashEmbedder(), synchronous="OFF")
+        ReflectiveMemory.open(":memory:", embedder=HashEmbedder(), storage={"synchronous": "OFF"})
 
 
 # read-only databases ---------------------------------------------------------------------------
