@@ -268,8 +268,14 @@ class MemoryConfig(BaseModel):
         return nest(data, stacklevel=3) if isinstance(data, Mapping) else data
 
     def updated(self, **settings: Any) -> MemoryConfig:
-        """A copy with `settings` (dotted, group or flat names) applied over these."""
-        return MemoryConfig.model_validate({**self.model_dump(), **settings})
+        """A copy with `settings` (dotted, group or flat names) applied over these; a group
+        given as a dict changes only the fields it names."""
+        data = self.model_dump(exclude_unset=True)
+        for group, value in nest(settings, stacklevel=2).items():
+            held = data.get(group)
+            data[group] = {**held, **value} if isinstance(held, dict) and \
+                isinstance(value, dict) else value
+        return MemoryConfig.model_validate(data)
 
     def __getattr__(self, name: str) -> Any:  # the flat reads of earlier releases
         path = FLAT_NAMES.get(name)

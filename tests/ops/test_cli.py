@@ -260,11 +260,15 @@ def test_reflect_reflects_waiting_sessions_only_unless_open(db, capsys):
     assert any("sold my old car" in m.text for m in store.memories("u1"))
     store.close()
     code, out, _ = rmm(capsys, "reflect", "--db", db, "--open", "--set",
-                       "session_idle_timeout=60")
+                       "sessions.idle_timeout=60")
     assert code == OK and out.startswith("reflected 1 of 1 sessions")
     after = json.loads(rmm(capsys, "stats", "--db", db, "--user", "u1", "--json")[1])
     assert after["sessions_waiting"] == 0 and after["memories"] > before["memories"]
+    with pytest.warns(DeprecationWarning, match="'sessions.idle_timeout'"):  # the old name
+        assert rmm(capsys, "reflect", "--db", db, "--set", "session_idle_timeout=60")[0] == OK
     assert rmm(capsys, "reflect", "--db", db, "--set", "no_such_field=1")[0] == USAGE
+    assert rmm(capsys, "reflect", "--db", db, "--set", "sessions.no_such_field=1")[0] == USAGE
+    assert rmm(capsys, "reflect", "--db", db, "--set", "reranker.kind=magic")[0] == USAGE
     assert rmm(capsys, "reflect", "--db", db, "--set", "oops")[0] == USAGE
 
 
