@@ -190,8 +190,9 @@ class ReflectiveMemory:
         it ended, for the background worker or `reflect_pending`, and return []).
 
         LLM failures fall back to the LLM-free stages. Any other failure is recorded on the
-        session (retried later, see `reflection_max_attempts`) and raised: an `RMMError`, or
-        `ReflectionError` wrapping what the failing stage raised. The turns stay stored.
+        session (retried later, see `sessions.reflection_max_attempts`) and raised: an
+        `RMMError`, or `ReflectionError` wrapping what the failing stage raised. The turns
+        stay stored.
         """
         return self._ingest.end_session(user_id=user_id, session_id=session_id, wait=wait)
 
@@ -218,7 +219,7 @@ class ReflectiveMemory:
 
         A fact is embedded and indexed as it is, without an LLM and without a logged turn:
         its first version has `source="direct"` and its refs are empty. A fact longer than a
-        hit may hold (`max_hit_words`) becomes one memory per passage of whole sentences.
+        hit may hold (`search.max_hit_words`) becomes one memory per passage of whole sentences.
         `occurred_at` is when it was said (default now; for a conversation, when it began);
         an earlier memory it changes is marked superseded as of then (`supersession`).
         """
@@ -277,9 +278,9 @@ class ReflectiveMemory:
         """Reflect sessions that ended (or idled out) without finishing their reflection.
 
         A session whose reflection fails is recorded and skipped; it is retried after
-        `reflection_retry_delay` (doubling) up to `reflection_max_attempts` failures in
-        all (`retry_failed=True` tries every such session now). Never raises for one
-        session's failure.
+        `sessions.reflection_retry_delay` (doubling) up to
+        `sessions.reflection_max_attempts` failures in all (`retry_failed=True` tries every
+        such session now). Never raises for one session's failure.
         """
         return self._ingest.reflect_pending(all_open=all_open, retry_failed=retry_failed)
 
@@ -292,7 +293,7 @@ class ReflectiveMemory:
                as_of: datetime | str | None = None, explain: bool = False) -> SearchResult:
         """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`.
 
-        Turns not yet reflected are candidates too, as provisional hits (`immediate_recall`),
+        Turns not yet reflected are candidates too, as provisional hits (`search.immediate_recall`),
         except those of `session_id`: the caller's current conversation, which its context
         holds already. `filters` keep memories whose metadata has each key with that value
         (a list: any of them); `agent_id`/`run_id` are filters on those keys.
@@ -300,9 +301,9 @@ class ReflectiveMemory:
         A hit's `score` is its relevance in [0, 1] (see `rmm_core.read.score`); `min_score` drops
         the hits below it, so fewer than `k` (or none) may come back.
 
-        `follow_links` (A-MEM, needs `notes=True`) puts each hit's linked memories right
+        `follow_links` (A-MEM, needs `notes.enabled=True`) puts each hit's linked memories right
         after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise, softmax
-        temperature `reranker_temperature`) so that `feedback` can learn.
+        temperature `reranker.temperature`) so that `feedback` can learn.
 
         A memory a later one superseded comes right after its successor (unless the query
         asks about the past) and its text says so: "(changed 10 February 2024 → ...)".

@@ -2,7 +2,7 @@
 memories, evolution of neighbours' notes (the write side; link-following retrieval is in
 `links.py`).
 
-Runs after a reflection commit (config `notes=True`). Attributes come from an LLM when one
+Runs after a reflection commit (config `notes.enabled=True`). Attributes come from an LLM when one
 is configured, else from TF-IDF keyphrases over the user's memories; links from the LLM's
 judgement or a cosine rule. Everything lives in `Memory.attrs`: `keywords`, `tags`,
 `context`, `links` (memory ids, kept on both ends) and `note_history` (earlier notes).

@@ -3,7 +3,7 @@
 Oracle attribution stands in for an LLM: a hit is cited when its refs hold a gold evidence
 turn. One run ingests the train and held-out conversations of every dataset given (each
 conversation one user, one store), then measures R_any@5 and Rtok@1000 (strict) per family:
-- transfer: `reranker="none"` on the held-out questions, then the reranker trained from zero
+- transfer: `reranker.kind="none"` on the held-out questions, then the reranker trained from zero
   on the train questions (`--epochs` passes of `search(explore=True)` + `feedback`, all
   families in one shuffled stream), exploration off at scoring;
 - shipped: the packaged pre-trained weights, untouched, against `none` on the held-out ones;
@@ -128,7 +128,7 @@ def _sizes(spec: str) -> list[int]:
         sizes = []
     if not sizes or min(sizes) < 5:
         raise InvalidInputError(f"--ceiling {spec!r}: expected pool sizes from 5 to "
-                                "`candidates`' limit, e.g. 20,50")
+                                "`search.candidates`' limit, e.g. 20,50")
     return sizes
 
 

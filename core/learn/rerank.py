@@ -59,7 +59,7 @@ class Scorer(Protocol):
 
 
 class FeatureRanker:
-    """`reranker="features"`: `FeatureScorer` over weights that start from `start`."""
+    """`reranker.kind="features"`: `FeatureScorer` over weights that start from `start`."""
 
     def __init__(self, scorer: FeatureScorer, start: FeatureWeights | None) -> None:
         self.scorer, self.model = scorer, FeatureModel(start)
@@ -82,7 +82,7 @@ class FeatureRanker:
 
 
 class BilinearRanker:
-    """`reranker="rmm"`: the paper's maps, q' = q + W_q q, m' = m + W_m m, score q'.m'."""
+    """`reranker.kind="rmm"`: the paper's maps, q' = q + W_q q, m' = m + W_m m, score q'.m'."""
 
     def __init__(self, reranker: Reranker) -> None:
         self.reranker, self.model = reranker, BilinearModel()
@@ -110,7 +110,7 @@ class BilinearRanker:
 
 
 class HandSet:
-    """`reranker="none"`: the fused order as retrieved; no exploration, nothing learned."""
+    """`reranker.kind="none"`: the fused order as retrieved; no exploration, nothing learned."""
 
     model = None
 
@@ -199,7 +199,7 @@ class LearnedReranker:
         return self.weights.load(self.state_name(user_id), self.scorer.dim(query_vec))
 
     def weights_for(self, user_id: str, dim: int) -> Any:
-        """The newest weights that rank `user_id`'s searches (None with `reranker="none"`);
+        """The newest weights that rank `user_id`'s searches (None with `reranker.kind="none"`);
         `dim` is the embedder's."""
         return self._load(user_id, np.zeros(dim, np.float32))
 
@@ -223,7 +223,7 @@ class LearnedReranker:
 
     def feedback(self, result: SearchResult, cited: Sequence[Any]) -> None:
         """One REINFORCE step (queued when batching); a result takes feedback once.
-        With `reranker="none"` the citations are checked and nothing is recorded."""
+        With `reranker.kind="none"` the citations are checked and nothing is recorded."""
         if not isinstance(result, SearchResult):
             raise InvalidInputError(f"feedback needs a SearchResult, not {type(result).__name__}")
         ranking = result.state.get("ranking")

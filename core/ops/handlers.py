@@ -195,7 +195,8 @@ def _reflect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _setting(text: str) -> tuple[str, Any]:
-    """`FIELD=VALUE` with a JSON value (`max_hit_words=200`, `notes=true`) or a plain string."""
+    """`FIELD=VALUE` with a JSON value (`search.max_hit_words=200`, `notes.enabled=true`) or a
+    plain string; dotted names and the flat ones of earlier releases alike."""
     field, sep, value = text.partition("=")
     if not sep or not field:
         raise CommandError(f"--set needs FIELD=VALUE, got {text!r}", USAGE)

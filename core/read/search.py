@@ -139,7 +139,7 @@ class Searcher:
 
     def _database_candidates(self, user_id: str, query: str, query_vec: np.ndarray, top: int,
                              wanted: Mapping[str, Any]) -> tuple[list[Pooled], Scale | None]:
-        """`_memory_candidates` searched inside the database (`search_backend`)."""
+        """`_memory_candidates` searched inside the database (`search.backend`)."""
         found, scale = self.database.candidates(user_id, query, query_vec, top, wanted)
         ids = [mid for mid, _ in found]
         stored = {m.id: m for m in self.store.memories(user_id, ids)}

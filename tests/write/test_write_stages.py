@@ -113,7 +113,7 @@ def test_build_pipeline_without_an_llm_is_llm_free():
     assert isinstance(pipe.extractor, SegmentExtractor)
     assert isinstance(pipe.compressor, FillerCompressor)
     assert isinstance(pipe.reconciler, ThresholdReconciler)
-    assert pipe.reconciler.threshold == MemoryConfig().merge_threshold
+    assert pipe.reconciler.threshold == MemoryConfig().stages.merge_threshold
     fixed = build_pipeline(MemoryConfig(segmentation={"kind": "fixed"},
                                         stages={"compression": "identity"}))
     assert isinstance(fixed.segmenter, FixedSegmenter)
