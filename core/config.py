@@ -286,6 +286,15 @@ class MemoryConfig(BaseModel):
         group, field = path.split(".")
         return getattr(getattr(self, group), field)
 
+    def __setattr__(self, name: str, value: Any) -> None:  # the flat writes of earlier releases
+        path = FLAT_NAMES.get(name)
+        if path is None or name in type(self).model_fields and _is_group_value(value):
+            return super().__setattr__(name, value)
+        warnings.warn(f"MemoryConfig.{name} is deprecated; set config.{path}",
+                      DeprecationWarning, stacklevel=2)
+        group, field = path.split(".")
+        setattr(getattr(self, group), field, value)
+
 
 def _is_group_value(value: Any) -> bool:
     return isinstance(value, (Mapping, BaseModel))
@@ -311,20 +320,22 @@ def nest(settings: Mapping[str, Any], *, stacklevel: int = 2) -> dict[str, Any]:
     for name, value in settings.items():
         path = dotted_name(name, value, stacklevel=stacklevel + 1)
         group, dot, field = path.partition(".")
-        if not dot and not _is_group_value(value):
-            out[group] = value
+        if not dot and (group not in out or not _is_group_value(value)):
+            out[group] = value  # as given: a group model stays one (assignment passes them)
             continue
-        held = out.get(group)
-        held = held.model_dump(exclude_unset=True) if isinstance(held, BaseModel) else \
-            dict(held) if isinstance(held, Mapping) else {}
+        held = _as_dict(out.get(group))
         if dot:
             held[field] = value
         else:
-            given = value.model_dump(exclude_unset=True) if isinstance(value, BaseModel) \
-                else value
-            held.update(given)
+            held.update(_as_dict(value))
         out[group] = held
     return out
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, BaseModel):
+        return value.model_dump(exclude_unset=True)
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def unit_words(config: MemoryConfig) -> int:

@@ -18,6 +18,7 @@ from rmm_core.config import (
     Reconciliation,
     RerankerCombine,
     RerankerKind,
+    SearchConfig,
     Segmentation,
     cache_budget,
 )
@@ -72,8 +73,12 @@ def test_an_old_flat_name_still_works_and_warns_with_its_new_name(old):
         assert parse_setting(f"{old}={value if isinstance(value, str) else _json(value)}") \
             == (new, value)
     if old not in MemoryConfig.model_fields:  # `reranker`, `notes`: now the group itself
-        with pytest.warns(DeprecationWarning, match=f"config.{new}"):
+        with pytest.warns(DeprecationWarning, match=f"read config.{new}"):
             assert getattr(config, old) == value  # the old attribute read, deprecated
+    fresh = MemoryConfig()
+    with pytest.warns(DeprecationWarning, match=f"set config.{new}"):
+        setattr(fresh, old, value)  # and the old attribute write
+    assert at(fresh, new) == value
 
 
 def _json(value: typing.Any) -> str:
@@ -119,6 +124,11 @@ def test_open_takes_groups_dotted_and_old_names_over_a_config():
     with mem:
         assert (mem.config.search.candidates, mem.config.search.max_hit_words) == (30, 80)
         assert (mem.config.reranker.kind, mem.config.fusion.turn_weight) == ("none", 0.0)
+    with pytest.warns(DeprecationWarning, match="'search.candidates'"):  # a stored flat dict
+        mem = ReflectiveMemory.open(":memory:", embedder=HashEmbedder(),
+                                    config={"candidates": 7, "search.max_hit_words": 90})
+    with mem:
+        assert (mem.config.search.candidates, mem.config.search.max_hit_words) == (7, 90)
 
 
 @pytest.mark.parametrize("settings, where", [
@@ -175,3 +185,14 @@ def test_the_deprecated_reranker_cache_bytes_still_caps_the_one_cache():
 
 def test_the_top_level_reads_at_a_glance():
     assert len(MemoryConfig.model_fields) <= 12
+
+
+def test_assigning_a_field_keeps_every_group_a_model():
+    config = MemoryConfig(search={"candidates": 4})
+    config.supersession = False
+    config.reranker = {"kind": "rmm"}
+    config.fusion.turn_weight = 0.0
+    assert isinstance(config.search, SearchConfig) and config.search.candidates == 4
+    assert (config.reranker.kind, config.fusion.turn_weight) == ("rmm", 0.0)
+    with pytest.raises(ValidationError):
+        config.search.candidates = 0
