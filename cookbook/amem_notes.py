@@ -16,7 +16,7 @@ SESSIONS = [
      {"speaker": "Bob", "text": "Beagle puppies chew everything; get Rex chew toys."}],
 ]
 
-mem = ReflectiveMemory.open(":memory:", notes=True, note_link_threshold=0.3)
+mem = ReflectiveMemory.open(":memory:", notes={"enabled": True, "link_threshold": 0.3})
 for session in SESSIONS:
     mem.add_session(session, user_id="ann")
 

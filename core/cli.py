@@ -7,6 +7,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     args = build_parser().parse_args(argv)
+    # the library's own deprecations (an old --set name) reach the operator on stderr
+    warnings.filterwarnings("default", category=DeprecationWarning, module=r"rmm_core\.")
     if args.no_progress:
         os.environ[ENV] = "0"
     if hasattr(args, "_command"):

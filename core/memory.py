@@ -11,7 +11,7 @@ from typing import Any
 
 from .agents.workflows import WorkflowMemory
 from .agents.working import WorkingContext
-from .config import MemoryConfig, cache_budget, unit_words
+from .config import MemoryConfig, cache_budget, nest, unit_words
 from .errors import FeedbackError, InvalidInputError, NotFoundError
 from .learn.attribute import CitedAnswer, answer_with_citations
 from .learn.rerank import LearnedReranker
@@ -80,22 +80,23 @@ class ReflectiveMemory:
         """The user's LLM as every LLM caller uses it: counted, time-bounded, typed errors."""
         self._llms = PerCallLLMs(self.llm, self.config)
         self.embedder = as_embedder(embedder) if embedder is not None else \
-            default_embedder(self.config.embedding_model)
+            default_embedder(self.config.embedding.model)
         self.pipeline = pipeline or build_pipeline(self.config, self.llm)
         self._stemmer = english_stemmer()
+        fusion = self.config.fusion
         self._weights = FusionWeights(
-            self.config.lexical_weight, self.config.dense_weight, self.config.turn_weight,
-            self.config.neighbour_smoothing, self.config.assistant_weight,
-            frozenset(s.casefold() for s in self.config.assistant_speakers))
+            fusion.lexical_weight, fusion.dense_weight, fusion.turn_weight,
+            fusion.neighbour_smoothing, fusion.assistant_weight,
+            frozenset(s.casefold() for s in fusion.assistant_speakers))
         self._cache: ByteLRU[Any] = ByteLRU(cache_budget(self.config))
         """Users' search indexes and reranker weights, in one byte budget."""
         self._indexes = IndexCache(store, self._cache, self._stemmer)
         self._reflector = Reflector(store, self.embedder, self.pipeline, self._indexes.get,
-                                    turn_vectors=self.config.turn_vectors,
-                                    memory_vector=self.config.memory_vector,
-                                    retry_delay=self.config.reflection_retry_delay,
+                                    turn_vectors=self.config.embedding.turn_vectors,
+                                    memory_vector=self.config.embedding.memory_vector,
+                                    retry_delay=self.config.sessions.reflection_retry_delay,
                                     unit_words=unit_words(self.config))
-        if self.config.notes:  # A-MEM notes and links after each reflection commit
+        if self.config.notes.enabled:  # A-MEM notes and links after each reflection commit
             from .agents.notes import keeper_for
 
             self._reflector.after_commit = keeper_for(store, self.embedder, self.config,
@@ -104,7 +105,7 @@ class ReflectiveMemory:
         self._search = Searcher(store, self.embedder, self.config, self._indexes,
                                 self._reranker, self._weights)
         self._supersede = Supersession(store, self._search.similar,
-                                       assistants=self.config.assistant_speakers) \
+                                       assistants=self.config.fusion.assistant_speakers) \
             if self.config.supersession else None
         self._reflector.supersede = self._supersede
         self._ingest = Ingestor(store, self.config, self._reflector)
@@ -112,7 +113,7 @@ class ReflectiveMemory:
         if store.read_only:  # a read-only store is searched as it is
             return
         self._search.database.prepare(getattr(self.embedder, "dim", None))
-        if self.config.background_reflection:  # its first sweep does what open() did
+        if self.config.sessions.background_reflection:  # its first sweep does what open() did
             self._ingest.start_worker()
         elif recover:
             self.reflect_pending()
@@ -127,16 +128,17 @@ class ReflectiveMemory:
              **settings: Any) -> ReflectiveMemory:
         """Open (or create) a memory at a file path, `:memory:`, or a database URL.
 
-        `settings` are `MemoryConfig` fields; stage arguments replace single stages.
-        `embedder` replaces `embedding_model`: an `Embedder`, a LangChain `Embeddings` or a
-        LlamaIndex `BaseEmbedding` (as it is); a store keeps the dimension it was built with.
+        `settings` are `MemoryConfig` groups or dotted names (`**{"reranker.kind": "rmm"}`,
+        `search={"candidates": 40}`), applied over `config`; stage arguments replace single
+        stages. `embedder` replaces `embedding.model`: an `Embedder`, a LangChain `Embeddings`
+        or a LlamaIndex `BaseEmbedding` (as it is); a store keeps the dimension it was built with.
         Open sessions left unreflected by a crash are reflected here (`recover=False`: not).
         """
         if isinstance(config, Mapping):
-            config = MemoryConfig(**config)
+            config = MemoryConfig.model_validate(nest(config, stacklevel=2))
         config = config or MemoryConfig()
         if settings:
-            config = MemoryConfig(**{**config.model_dump(), **settings})
+            config = config.updated(**nest(settings, stacklevel=2))
         llm = metered(llm, config)
         pipeline = build_pipeline(config, llm)
         for name, stage in (("segmenter", segmenter), ("extractor", extractor),
@@ -146,7 +148,7 @@ class ReflectiveMemory:
         if isinstance(target, Store):
             return cls(target, config=config, embedder=embedder, pipeline=pipeline, llm=llm,
                        recover=recover)
-        store = open_store(target, synchronous=config.synchronous)
+        store = open_store(target, synchronous=config.storage.synchronous)
         try:
             return cls(store, config=config, embedder=embedder, pipeline=pipeline, llm=llm,
                        recover=recover)
@@ -189,8 +191,9 @@ class ReflectiveMemory:
         it ended, for the background worker or `reflect_pending`, and return []).
 
         LLM failures fall back to the LLM-free stages. Any other failure is recorded on the
-        session (retried later, see `reflection_max_attempts`) and raised: an `RMMError`, or
-        `ReflectionError` wrapping what the failing stage raised. The turns stay stored.
+        session (retried later, see `sessions.reflection_max_attempts`) and raised: an
+        `RMMError`, or `ReflectionError` wrapping what the failing stage raised. The turns
+        stay stored.
         """
         return self._ingest.end_session(user_id=user_id, session_id=session_id, wait=wait)
 
@@ -217,7 +220,7 @@ class ReflectiveMemory:
 
         A fact is embedded and indexed as it is, without an LLM and without a logged turn:
         its first version has `source="direct"` and its refs are empty. A fact longer than a
-        hit may hold (`max_hit_words`) becomes one memory per passage of whole sentences.
+        hit may hold (`search.max_hit_words`) becomes one memory per passage of whole sentences.
         `occurred_at` is when it was said (default now; for a conversation, when it began);
         an earlier memory it changes is marked superseded as of then (`supersession`).
         """
@@ -276,9 +279,9 @@ class ReflectiveMemory:
         """Reflect sessions that ended (or idled out) without finishing their reflection.
 
         A session whose reflection fails is recorded and skipped; it is retried after
-        `reflection_retry_delay` (doubling) up to `reflection_max_attempts` failures in
-        all (`retry_failed=True` tries every such session now). Never raises for one
-        session's failure.
+        `sessions.reflection_retry_delay` (doubling) up to
+        `sessions.reflection_max_attempts` failures in all (`retry_failed=True` tries every
+        such session now). Never raises for one session's failure.
         """
         return self._ingest.reflect_pending(all_open=all_open, retry_failed=retry_failed)
 
@@ -291,7 +294,7 @@ class ReflectiveMemory:
                as_of: datetime | str | None = None, explain: bool = False) -> SearchResult:
         """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`.
 
-        Turns not yet reflected are candidates too, as provisional hits (`immediate_recall`),
+        Turns not yet reflected are candidates too, as provisional hits (`search.immediate_recall`),
         except those of `session_id`: the caller's current conversation, which its context
         holds already. `filters` keep memories whose metadata has each key with that value
         (a list: any of them); `agent_id`/`run_id` are filters on those keys.
@@ -299,9 +302,9 @@ class ReflectiveMemory:
         A hit's `score` is its relevance in [0, 1] (see `rmm_core.read.score`); `min_score` drops
         the hits below it, so fewer than `k` (or none) may come back.
 
-        `follow_links` (A-MEM, needs `notes=True`) puts each hit's linked memories right
+        `follow_links` (A-MEM, needs `notes.enabled=True`) puts each hit's linked memories right
         after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise, softmax
-        temperature `reranker_temperature`) so that `feedback` can learn.
+        temperature `reranker.temperature`) so that `feedback` can learn.
 
         A memory a later one superseded comes right after its successor (unless the query
         asks about the past) and its text says so: "(changed 10 February 2024 → ...)".
@@ -313,7 +316,7 @@ class ReflectiveMemory:
         cuts the hits (`rmm_core.read.explain`); computed only when asked.
         """
         user_id = check_id(user_id, "user_id")
-        query = check_query(query, self.config.max_query_chars)
+        query = check_query(query, self.config.search.max_query_chars)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
         wanted = check_filters(filters, agent_id=agent_id, run_id=run_id)
@@ -359,7 +362,7 @@ class ReflectiveMemory:
         """RMM's learned score q'.m' of arbitrary texts for `query` (framework rerankers call
         this); a text whose memory id is this user's is scored by that memory's stored rows."""
         user_id = check_id(user_id, "user_id")
-        query = check_query(query, self.config.max_query_chars)
+        query = check_query(query, self.config.search.max_query_chars)
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise InvalidInputError("rerank_texts needs a query string and a list of strings")
         texts = [check_unicode(t, "text") for t in texts]
@@ -376,11 +379,11 @@ class ReflectiveMemory:
         """SCM read path: gate (is memory needed?), search, then build a context within
         `budget` (raw turns or summaries, previous turn always kept); says what and why."""
         controller = controller or SCMController.for_llm(self.llm)
-        query = check_query(query, self.config.max_query_chars)
+        query = check_query(query, self.config.search.max_query_chars)
         with self._usage_for(user_id):
             return controller.recall(self, query, user_id=user_id,
                                      previous_turn=previous_turn, budget=budget, k=k,
-                                     dates=self.config.context_dates)
+                                     dates=self.config.search.context_dates)
 
     def best_similarity(self, query: str, *, user_id: str) -> float:
         """The best cosine of any of the user's memories to `query` (0 when none): one

@@ -157,7 +157,7 @@ class RMMMiddleware(AgentMiddleware):
                                agent_id=scope.agent_id, run_id=scope.run_id)
             if thread_id is None:
                 self.memory.end_session(user_id=scope.user_id, session_id=session_id,
-                                        wait=not self.memory.config.background_reflection)
+                                        wait=not self.memory.config.sessions.background_reflection)
 
         self._guarded(f"could not log this run's {len(turns)} turns for session "
                       f"{session_id!r}", log)

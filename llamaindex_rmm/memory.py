@@ -196,7 +196,7 @@ class RMMMemory(BaseMemory):
     async def areset(self) -> None:
         """Start a new conversation: the current session ends (reflected by the memory's
         background worker when it has one, else at once)."""
-        await self.aend_session(wait=not self.memory.config.background_reflection)
+        await self.aend_session(wait=not self.memory.config.sessions.background_reflection)
 
     async def aend_session(self, wait: bool = True) -> list[MemoryRecord]:
         """Reflect this session into memories (`wait=False`: leave that to the background

@@ -52,9 +52,9 @@ def main() -> None:
         first = timed_search(mem, questions[0])[0]
         base, with_open = [], []
         for q in questions:
-            mem.config.immediate_recall = False
+            mem.config.search.immediate_recall = False
             base.append(timed_search(mem, q)[0])
-            mem.config.immediate_recall = True
+            mem.config.search.immediate_recall = True
             with_open.append(timed_search(mem, q))
         mem.close()
     provisional = sum(n for _, n in with_open)

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.backends
 
 @pytest.fixture
 def mem(store_target):
-    m = ReflectiveMemory.open(store_target, embedder=HashEmbedder(), session_idle_timeout=None)
+    m = ReflectiveMemory.open(store_target, embedder=HashEmbedder(),
+                              sessions={"idle_timeout": None})
     yield m
     m.close()
 

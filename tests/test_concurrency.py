@@ -28,7 +28,7 @@ def session_turns(tag: str, n: int = 4) -> list[Turn]:
 
 
 def open_mem(target: str) -> ReflectiveMemory:
-    return ReflectiveMemory.open(target, embedder=HashEmbedder(), session_idle_timeout=None)
+    return ReflectiveMemory.open(target, embedder=HashEmbedder(), sessions={"idle_timeout": None})
 
 
 def assert_reflected_once(mem: ReflectiveMemory, user: str, expected: set[str]) -> None:

@@ -89,19 +89,20 @@ def test_persistence_across_reopen(open_memory):
 
 
 def test_idle_session_is_reflected_on_next_open(open_memory):
-    mem = open_memory(session_idle_timeout=0.01)
+    mem = open_memory(sessions={"idle_timeout": 0.01})
     mem.append(PAINTING, user_id="u1", session_id="t1")
     mem.store.close()  # the process "dies" before ending the session
     import time
 
     time.sleep(0.05)
-    again = open_memory(session_idle_timeout=0.01)
+    again = open_memory(sessions={"idle_timeout": 0.01})
     assert sorted(r for m in again.memories(user_id="u1") for r in m.refs) == [
         "s1:1", "s1:2", "s1:3"]
 
 
 def test_ended_but_unreflected_session_recovers_exactly_once(open_memory, monkeypatch):
-    mem = open_memory(reflection_retry_delay=0)  # the recorded failure is due again at once
+    # the recorded failure is due again at once
+    mem = open_memory(sessions={"reflection_retry_delay": 0})
     mem.append(PAINTING, user_id="u1", session_id="t1")
 
     def crash(*args, **kwargs):
@@ -123,14 +124,14 @@ def test_ended_but_unreflected_session_recovers_exactly_once(open_memory, monkey
 
 
 def test_size_threshold_reflects_an_open_session(open_memory):
-    mem = open_memory(session_max_turns=3)
+    mem = open_memory(sessions={"max_turns": 3})
     mem.append(PAINTING, user_id="u1", session_id="long")
     assert sorted(r for m in mem.memories(user_id="u1") for r in m.refs) == [
         "s1:1", "s1:2", "s1:3"]
 
 
 def test_near_duplicate_is_merged_with_version_history(open_memory):
-    mem = open_memory(merge_threshold=0.9)
+    mem = open_memory(stages={"merge_threshold": 0.9})
     first = mem.add_session(PAINTING, user_id="u1", session_id="a")
     repeat = [Turn(t.speaker, t.text, id=t.id.replace("s1", "s3")) for t in PAINTING]
     merged = mem.add_session(repeat, user_id="u1", session_id="b")

@@ -101,7 +101,8 @@ def test_sigkill_during_reflection_loses_nothing_and_recovers_exactly_once(store
     lines = run_child(store_target, "stall", until="committing")
     acked = acknowledged(lines)
     assert len(acked) >= 6
-    mem = ReflectiveMemory.open(store_target, embedder=HashEmbedder(), session_idle_timeout=None)
+    mem = ReflectiveMemory.open(store_target, embedder=HashEmbedder(),
+                                sessions={"idle_timeout": None})
     assert set(acked) <= {t.id for t in mem.turns(user_id="u")}
     assert_each_turn_reflected_once(mem)
     stalled = acked[-1].split(":")[0]
@@ -109,7 +110,7 @@ def test_sigkill_during_reflection_loses_nothing_and_recovers_exactly_once(store
     n = len(mem.memories(user_id="u"))
     mem.close()
     again = ReflectiveMemory.open(store_target, embedder=HashEmbedder(),
-                                  session_idle_timeout=None)
+                                  sessions={"idle_timeout": None})
     assert len(again.memories(user_id="u")) == n  # the second open adds nothing
     again.close()
 
@@ -118,7 +119,8 @@ def test_sigkill_at_a_random_moment_of_ingest(store_target):
     lines = run_child(store_target, "run", until="reflected s1", after=random.uniform(0.1, 1.0))
     acked = acknowledged(lines)
     assert len(acked) >= 12
-    mem = ReflectiveMemory.open(store_target, embedder=HashEmbedder(), session_idle_timeout=None)
+    mem = ReflectiveMemory.open(store_target, embedder=HashEmbedder(),
+                                sessions={"idle_timeout": None})
     logged = [t.id for t in mem.turns(user_id="u")]
     assert set(acked) <= set(logged), "a turn whose append returned is missing"
     assert len(logged) == len(set(logged))

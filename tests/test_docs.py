@@ -17,8 +17,10 @@ import typing
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from rmm_core import MemoryConfig
+from rmm_core.config import FLAT_NAMES
 from rmm_core.storage.base import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,52 +34,57 @@ NEEDS = {"langchain.md": "langchain", "getting-started.md": "langchain",
 """Module a page's code needs (skipped without it); postgres.md also needs a server."""
 CONFIG_PAGE = DOCS / "configuration.md"
 BEGIN, END = "<!-- config-table:begin -->", "<!-- config-table:end -->"
-CONFIG_GROUPS: dict[str, list[str]] = {
-    "Retrieval": ["embedding_model", "candidates", "max_query_chars", "lexical_weight",
-                  "dense_weight", "turn_weight", "neighbour_smoothing", "turn_vectors",
-                  "memory_vector", "context_dates", "assistant_weight", "assistant_speakers",
-                  "immediate_recall", "supersession"],
-    "LLM-free memories": ["max_hit_words", "segment_window", "segment_cutoff",
-                          "segment_min_turns", "segment_max_turns", "merge_threshold"],
-    "Stages and the LLM": ["segmentation", "extraction", "compression", "reconciliation",
-                           "llmlingua_model_path", "llm_timeout", "llm_workers"],
-    "Sessions and reflection": ["session_idle_timeout", "session_max_turns",
-                                "reflection_max_attempts", "reflection_retry_delay",
-                                "background_reflection", "reflection_interval", "progress"],
-    "Storage": ["synchronous", "search_backend", "cache_bytes"],
-    "Learned reranker": ["reranker", "reranker_weights", "reranker_scope",
-                         "reranker_learning_rate", "reranker_baseline",
-                         "reranker_temperature", "reranker_combine", "reranker_mix",
-                         "reranker_batch", "reranker_cache_bytes", "reranker_seed"],
-    "A-MEM notes": ["notes", "notes_in_key", "note_links", "note_link_threshold",
-                    "note_follow"],
-}
-"""Every MemoryConfig field, once, in the group the configuration page shows it under."""
 BOUNDS = {"ge": "≥", "gt": ">", "le": "≤", "lt": "<"}
 
 
 def _allowed(field) -> str:
-    choices = [a for a in typing.get_args(field.annotation) if isinstance(a, str)]
-    if typing.get_origin(field.annotation) is typing.Literal:
-        return " / ".join(f"`{c}`" for c in choices)
+    args = typing.get_args(field.annotation)
+    literal = next((a for a in (field.annotation, *args)
+                    if typing.get_origin(a) is typing.Literal), None)
+    if literal is not None:
+        none = " / `None`" if type(None) in args else ""
+        return " / ".join(f"`{c}`" for c in typing.get_args(literal)) + none
     limits = [f"{BOUNDS[k]} {getattr(m, k)}" for m in field.metadata for k in BOUNDS
               if getattr(m, k, None) is not None]
     return ", ".join(limits)
 
 
 def config_table() -> str:
-    """The configuration page's tables, generated from `MemoryConfig`'s fields."""
-    fields = MemoryConfig.model_fields
+    """The configuration page's tables, generated from `MemoryConfig`: one per group, the
+    top-level switches, and the flat names of earlier releases with their new names."""
     out = []
-    for group, names in CONFIG_GROUPS.items():
-        out += [f"### {group}", "", "| option | default | allowed | what it does |",
-                "|---|---|---|---|"]
-        for name in names:
-            field = fields[name]
-            text = (field.description or "").replace("|", "\\|")
-            out.append(f"| `{name}` | `{field.default!r}` | {_allowed(field)} | {text} |")
-        out.append("")
+    top = {n: f for n, f in MemoryConfig.model_fields.items() if not _is_group(f)}
+    for group, gfield in MemoryConfig.model_fields.items():
+        if _is_group(gfield):
+            model = gfield.annotation
+            out += [f"### `{group}`", "", (model.__doc__ or "").strip(), ""]
+            out += _rows({f"{group}.{n}": f for n, f in model.model_fields.items()})
+    out += ["### Top level", ""] + _rows(top)
+    out += ["### Renamed settings", "",
+            "The flat names of earlier releases still work for one release, each with a "
+            "`DeprecationWarning` naming its new place.", "", "| old name | new name |",
+            "|---|---|"]
+    out += [f"| `{old}` | `{new}` |" for old, new in FLAT_NAMES.items()] + [""]
     return "\n".join(out)
+
+
+def _is_group(field) -> bool:
+    return isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+
+
+def _rows(fields: dict) -> list[str]:
+    out = ["| option | default | allowed | what it does |", "|---|---|---|---|"]
+    for name, field in fields.items():
+        text = (field.description or "").replace("|", "\\|")
+        out.append(f"| `{name}` | `{field.default!r}` | {_allowed(field)} | {text} |")
+    return out + [""]
+
+
+def dotted_names() -> list[str]:
+    """Every setting by its dotted name (top-level switches by their own)."""
+    return [f"{group}.{name}" if _is_group(gfield) else group
+            for group, gfield in MemoryConfig.model_fields.items()
+            for name in (gfield.annotation.model_fields if _is_group(gfield) else [group])]
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -134,9 +141,6 @@ def test_python_blocks_run(page, tmp_path, monkeypatch, capsys):
 
 
 def test_configuration_page_lists_every_option_with_its_default():
-    grouped = [name for names in CONFIG_GROUPS.values() for name in names]
-    assert sorted(grouped) == sorted(MemoryConfig.model_fields), \
-        "put each MemoryConfig field in exactly one CONFIG_GROUPS group"
     page = CONFIG_PAGE.read_text()
     shown = page[page.index(BEGIN) + len(BEGIN):page.index(END)].strip()
     assert shown == config_table().strip(), "run `python tests/test_docs.py` to regenerate"
@@ -144,7 +148,7 @@ def test_configuration_page_lists_every_option_with_its_default():
 
 def test_every_config_option_is_documented():
     page = CONFIG_PAGE.read_text()
-    missing = [name for name in MemoryConfig.model_fields if f"`{name}`" not in page]
+    missing = [name for name in [*dotted_names(), *FLAT_NAMES] if f"`{name}`" not in page]
     assert not missing, f"add these options to docs/configuration.md: {missing}"
 
 

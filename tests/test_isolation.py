@@ -25,7 +25,8 @@ def talk(user: str, n: int = 3) -> list[Turn]:
 
 @pytest.fixture
 def two(store_target):
-    mem = ReflectiveMemory.open(store_target, embedder=HashEmbedder(), session_idle_timeout=None)
+    mem = ReflectiveMemory.open(store_target, embedder=HashEmbedder(),
+                                sessions={"idle_timeout": None})
     mem.add_session(talk("alice"), user_id="alice", session_id="s")
     mem.add_session(talk("bob"), user_id="bob", session_id="s")
     yield mem

@@ -57,7 +57,7 @@ same vector, and would merge into one memory."""
 @pytest.fixture
 def mem(tmp_path, embedder):
     m = ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=embedder,
-                              session_idle_timeout=None)
+                              sessions={"idle_timeout": None})
     yield m
     m.close()
 
@@ -91,7 +91,8 @@ def test_compressor_keeps_words_of_any_script_whole():
 def test_bm25_alone_finds_the_word_in_every_script(tmp_path, embedder, script):
     sentences, query = SCRIPTS[script]
     mem = ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=embedder,
-                                dense_weight=0.0, turn_weight=0.0, neighbour_smoothing=0.0,
+                                fusion={"dense_weight": 0.0, "turn_weight": 0.0,
+                                        "neighbour_smoothing": 0.0},
                                 reconciler=NEVER_MERGE)
     for text in sentences:
         mem.add_session([Turn("a", text)], user_id="u")
@@ -170,7 +171,7 @@ def test_a_huge_query_is_cut_to_max_query_chars(mem):
     result = mem.search(query, user_id="u")
     assert time.perf_counter() - started < 5.0
     assert result.query == query[:10_000] and result.hits
-    mem.config.max_query_chars = 100
+    mem.config.search.max_query_chars = 100
     assert mem.search(query, user_id="u").query == query[:100]
 
 

@@ -2,7 +2,7 @@
 memories, evolution of neighbours' notes (the write side; link-following retrieval is in
 `links.py`).
 
-Runs after a reflection commit (config `notes=True`). Attributes come from an LLM when one
+Runs after a reflection commit (config `notes.enabled=True`). Attributes come from an LLM when one
 is configured, else from TF-IDF keyphrases over the user's memories; links from the LLM's
 judgement or a cosine rule. Everything lives in `Memory.attrs`: `keywords`, `tags`,
 `context`, `links` (memory ids, kept on both ends) and `note_history` (earlier notes).
@@ -344,8 +344,8 @@ def keeper_for(store: MemoryBank, embedder: Embedder, config: Any, llm: Any = No
     if llm is not None:
         model = metered(llm, config)
         writer: NoteWriter = LLMNoteWriter(model)
-        linker: Linker = LLMLinker(model, SimilarityLinker(config.note_link_threshold))
+        linker: Linker = LLMLinker(model, SimilarityLinker(config.notes.link_threshold))
     else:
-        writer, linker = TfidfNoteWriter(), SimilarityLinker(config.note_link_threshold)
-    return NoteKeeper(store, embedder, writer, linker, neighbours=config.note_links,
-                      in_key=config.notes_in_key)
+        writer, linker = TfidfNoteWriter(), SimilarityLinker(config.notes.link_threshold)
+    return NoteKeeper(store, embedder, writer, linker, neighbours=config.notes.links,
+                      in_key=config.notes.in_key)

@@ -78,7 +78,7 @@ def evaluate(convs: list, budgets: list[int], long_raws: list[int]) -> dict[str,
             for q in conv.questions:
                 hits = mem.search(q.question, user_id=user, k=DEPTH).hits
                 ranked = [(h.text, h.refs) for h in hits]
-                cands = candidates_from(hits, turns, dates=mem.config.context_dates)
+                cands = candidates_from(hits, turns, dates=mem.config.search.context_dates)
                 for budget, long_raw in product(budgets, long_raws):
                     acc[f"plain words@{budget}"].append(words_in(ranked, budget))
                     acc[f"plain recall@{budget}"].append(r_tok(ranked, q.evidence, budget))

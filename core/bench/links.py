@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import MemoryConfig
 from ..memory import ReflectiveMemory
 from ..models.embed import default_embedder
 from .locomo import ingest, load_locomo
@@ -35,12 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--convs", default=None, help="conversations to use, e.g. 0-4 or 0,2")
     parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="MemoryConfig override (repeatable); notes=true is always set")
+                        help="MemoryConfig override (repeatable); notes.enabled=true is always "
+                             "set")
 
 
 def run(args: argparse.Namespace) -> int:
     convs = load_locomo(args.data, parse_range(args.convs) if args.convs else None)
-    settings = {**dict(parse_setting(s) for s in args.set), "notes": True}
+    settings = {**dict(parse_setting(s) for s in args.set), "notes.enabled": True}
     rows, info = evaluate_links(convs, settings)
     print(f"LoCoMo multi-hop (category {MULTI_HOP}): {info['questions']} questions, "
           f"{len(convs)} conversations; {info['links/memory']:.2f} links per memory, "
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 def evaluate_links(convs: list, settings: dict[str, Any]) -> tuple[dict, dict]:
     """Per-metric means (percent) without and with link following, plus run facts."""
-    embedder = default_embedder(settings.get("embedding_model"))
+    embedder = default_embedder(MemoryConfig(**settings).embedding.model)
     scores: dict[str, dict[str, list[float]]] = {"plain": defaultdict(list),
                                                 "follow_links": defaultdict(list)}
     links, memories, ingest_s = 0, 0, 0.0

@@ -3,7 +3,7 @@
 Oracle attribution stands in for an LLM: a hit is cited when its refs hold a gold evidence
 turn. One run ingests the train and held-out conversations of every dataset given (each
 conversation one user, one store), then measures R_any@5 and Rtok@1000 (strict) per family:
-- transfer: `reranker="none"` on the held-out questions, then the reranker trained from zero
+- transfer: `reranker.kind="none"` on the held-out questions, then the reranker trained from zero
   on the train questions (`--epochs` passes of `search(explore=True)` + `feedback`, all
   families in one shuffled stream), exploration off at scoring;
 - shipped: the packaged pre-trained weights, untouched, against `none` on the held-out ones;
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import MemoryConfig
+from ..config import MemoryConfig, SearchConfig
 from ..errors import InvalidInputError
 from ..learn.rerank_features import save_weights
 from ..memory import ReflectiveMemory
@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embed-cache", default=None, metavar="PATH",
                         help="a pickle of text -> vector: read if it exists, written after")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="MemoryConfig override of the learning runs, e.g. reranker=rmm")
+                        help="MemoryConfig override of the learning runs, e.g. reranker.kind=rmm")
     parser.add_argument("--bound-epochs", type=int, default=0,
                         help="reranker=rmm: also fit the bilinear maps with full supervision "
                              "for this many epochs (Adam, listwise) and report held-out R_any@5 "
@@ -121,14 +121,14 @@ def _pairs(specs: Iterable[str], what: str) -> dict[str, str]:
 
 
 def _sizes(spec: str) -> list[int]:
-    """`--ceiling`'s pool sizes, each a valid `candidates` of 5 or more."""
+    """`--ceiling`'s pool sizes, each a valid `search.candidates` of 5 or more."""
     try:
-        sizes = [MemoryConfig(candidates=int(k)).candidates for k in spec.split(",")]
+        sizes = [SearchConfig(candidates=int(k)).candidates for k in spec.split(",")]
     except ValueError:
         sizes = []
     if not sizes or min(sizes) < 5:
         raise InvalidInputError(f"--ceiling {spec!r}: expected pool sizes from 5 to "
-                                "`candidates`' limit, e.g. 20,50")
+                                "`search.candidates`' limit, e.g. 20,50")
     return sizes
 
 
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     phases = set(args.phases.split(","))
     cache = Path(args.embed_cache) if args.embed_cache else None
     memo = pickle.loads(cache.read_bytes()) if cache and cache.exists() else {}
-    embedder = CachedEmbedder(default_embedder(settings.get("embedding_model")), memo)
+    embedder = CachedEmbedder(default_embedder(MemoryConfig(**settings).embedding.model), memo)
     figures: dict[str, Any] = {"settings": settings, "epochs": args.epochs, "families": {}}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "ingested.sqlite"
@@ -177,10 +177,10 @@ def run(args: argparse.Namespace) -> int:
             path = Path(tmp) / f"{tag}.sqlite"
             shutil.copy(base, path)
             return ReflectiveMemory.open(str(path), embedder=embedder, progress=False,
-                                         **{"reranker_seed": args.seed, **config})
+                                         **{"reranker.seed": args.seed, **config})
 
         held_out = {name: test for name, (_, test) in families.items()}
-        with deployment("none", reranker="none") as mem:
+        with deployment("none", **{"reranker.kind": "none"}) as mem:
             none = {name: evaluate(mem, convs, per_question=True)
                     for name, convs in held_out.items()}
         for name in families:
@@ -188,20 +188,21 @@ def run(args: argparse.Namespace) -> int:
                                          "none": _mean(none[name])}
         if args.ceiling is not None:
             for k in _sizes(args.ceiling):
-                with deployment(f"ceiling-{k}", reranker="features", reranker_weights="shipped",
-                                candidates=k) as mem:
+                with deployment(f"ceiling-{k}", **{"reranker.kind": "features",
+                                                   "reranker.weights": "shipped",
+                                                   "search.candidates": k}) as mem:
                     for name, rows in ceiling(mem, families).items():
                         figures["families"][name].setdefault("ceiling", {})[k] = rows
         if "transfer" in phases:
             figures["transfer"] = transfer(deployment, families, settings, args)
-        if "shipped" in phases and settings.get("reranker", "features") == "features":
-            with deployment("shipped", **{**settings, "reranker_weights": "shipped"}) as mem:
+        if "shipped" in phases and MemoryConfig(**settings).reranker.kind == "features":
+            with deployment("shipped", **{**settings, "reranker.weights": "shipped"}) as mem:
                 for name, convs in held_out.items():
                     figures["families"][name]["shipped"] = evaluate(mem, convs)
         if "online" in phases:
             for name, convs in held_out.items():
                 start = None if args.online_from == "zero" else "shipped"
-                with deployment(f"online-{name}", **{"reranker_weights": start, **settings}) \
+                with deployment(f"online-{name}", **{"reranker.weights": start, **settings}) \
                         as mem:
                     figures["families"][name]["online"] = online(mem, convs, none[name])
     publish(figures, args)
@@ -224,7 +225,7 @@ def publish(figures: dict, args: argparse.Namespace) -> None:
 
 def transfer(deployment, families: dict, settings: dict, args: argparse.Namespace) -> dict:
     """Train from zero on every family's train questions, score the held-out ones."""
-    with deployment("transfer", **{"reranker_weights": None, **settings}) as mem:
+    with deployment("transfer", **{"reranker.weights": None, **settings}) as mem:
         stream = [(conv.sample_id, q) for train, _ in families.values()
                   for conv in train for q in conv.questions]
         rng = np.random.default_rng(args.seed)
@@ -237,7 +238,7 @@ def transfer(deployment, families: dict, settings: dict, args: argparse.Namespac
         after = {name: evaluate(mem, test) for name, (_, test) in families.items()}
         first_test = next(t for _, test in families.values() for t in test)
         rerank_ms = time_rerank(mem, first_test)
-        kind = mem.config.reranker
+        kind = mem.config.reranker.kind
         out: dict[str, Any] = {
             "after": after, "train_steps": len(shares),
             "cited_share_per_window": share_curve(shares, args.window),

@@ -27,7 +27,7 @@ def supervised_bound(mem: ReflectiveMemory, train: list[Conversation],
     """Fit W_q, W_m as well as labels allow: softmax over each train question's K candidates
     towards the cited ones, full batch, Adam (torch's autograd). R_any@5 of the candidates
     re-ordered by the fit (exploration off), before and after, on train and held-out
-    questions (`reranker="rmm"`)."""
+    questions (`reranker.kind="rmm"`)."""
     try:
         import torch
     except ImportError as exc:
@@ -96,7 +96,7 @@ def ceiling(mem: ReflectiveMemory, families: dict[str, tuple[list[Conversation],
                                                               list[Conversation]]]
             ) -> dict[str, dict[str, dict[str, float]]]:
     """Per family, R_any@5 and Rtok@1000 of its held-out questions within the pool `mem`
-    searches (`candidates` = K; `reranker="features"`): the hand-set order, the shipped
+    searches (`search.candidates` = K; `reranker.kind="features"`): the hand-set order, the shipped
     weights, the feature reranker's form fitted with full supervision on every family's train
     questions, the best such fit on these held-out questions themselves (hand-set and shipped
     weights among the tries), and the pool itself (evidence first)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import MemoryConfig, dotted_name
 from ..config import unit_words as unit_budget
 from ..memory import ReflectiveMemory
 from ..models.embed import Embedder, default_embedder
@@ -73,7 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"sessions, passages of at most 60 or 100 words within each "
                              f"turn); '' for none")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="MemoryConfig override for the product pipeline (repeatable)")
+                        help="MemoryConfig override for the product pipeline, by dotted name, e.g. "
+                             "search.candidates=40 (repeatable)")
     parser.add_argument("--markdown", default=None, metavar="PATH",
                         help="write the figures as a markdown section (command, date, "
                              "machine) into PATH, replacing this dataset's previous section "
@@ -145,7 +147,7 @@ def command_line(args: argparse.Namespace) -> str:
 
 def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dict[str, Any]:
     """Ingest every conversation through the public API and score `search` rankings."""
-    embedder = default_embedder(settings.get("embedding_model"))
+    embedder = default_embedder(MemoryConfig(**settings).embedding.model)
     tally, dated = Tally(), []
     ingest_s, n_turns, n_words, latencies, unit_words = 0.0, 0, 0, [], []
     hit_words: list[int] = []
@@ -246,10 +248,13 @@ def rank_units(units: FixedUnits, conv: Conversation, embedder: Embedder,
 
 
 def parse_setting(text: str) -> tuple[str, Any]:
+    """`FIELD=VALUE` with a JSON value or a plain string; a flat name of earlier releases
+    comes back as its dotted name (with a `DeprecationWarning`)."""
     field, sep, value = text.partition("=")
     if not sep:
         raise SystemExit(f"--set needs FIELD=VALUE, got {text!r}")
     try:
-        return field, json.loads(value)
+        parsed = json.loads(value)
     except json.JSONDecodeError:
-        return field, value
+        parsed = value
+    return dotted_name(field, parsed, stacklevel=2), parsed

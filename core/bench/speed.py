@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         target = args.db or str(Path(tmp) / "speed.sqlite")
         mem = ReflectiveMemory.open(target, embedder=embedder, progress=False,
-                                    cache_bytes=int(args.cache_bytes))
+                                    storage={"cache_bytes": int(args.cache_bytes)})
         try:
             runner(mem, VOCABULARIES[args.vocab](embedder), args)
         finally:
@@ -101,7 +101,7 @@ def run_bank(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace)
     index = mem._indexes.get(user)
     rss, peak = rss_mb()
     query_vecs = embedder.embed(queries)
-    top = mem.config.candidates
+    top = mem.config.search.candidates
     raw, raw_name = _raw_faiss(index._units_at, len(index), len(index) > EXACT_LIMIT)
     search_ms, embed_ms, faiss_ms = interleaved([
         lambda i: mem.search(queries[i], user_id=user, k=args.k),

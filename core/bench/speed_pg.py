@@ -1,7 +1,7 @@
 """`rmm bench speed --postgres`: in-database search beside in-process search, one bank, one run.
 
 One synthetic bank goes into PostgreSQL + pgvector; the same queries are searched with
-`search_backend="process"` (each process loads the user's bank into its own index) and
+`search.backend="process"` (each process loads the user's bank into its own index) and
 `"database"` (pgvector HNSW and full-text search in the server, `rmm_core.read.dbsearch`). Also
 timed: the first `"auto"` search, which starts the search indexes' background build, and that
 build; the first search of a fresh process on each backend; pgvector's exact scan alone.
@@ -30,7 +30,8 @@ import json, sys, time
 t0 = time.perf_counter()
 from rmm_core import ReflectiveMemory
 from rmm_core.bench.bank import rss_mb
-mem = ReflectiveMemory.open(sys.argv[1], search_backend=sys.argv[2], session_idle_timeout=None)
+mem = ReflectiveMemory.open(sys.argv[1], search={"backend": sys.argv[2]},
+                            sessions={"idle_timeout": None})
 t1 = time.perf_counter()
 mem.search(sys.argv[4], user_id=sys.argv[3], k=5)
 t2 = time.perf_counter()
@@ -110,8 +111,8 @@ def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_0
         raise InvalidInputError("shared_buffers is set on a server the bench starts itself; "
                                 "size a given server's in its own configuration")
     user = f"speed-{memories}"
-    common = {"embedder": embedder, "progress": False, "session_idle_timeout": None}
-    process = ReflectiveMemory.open(postgres_url, search_backend="process", **common)
+    common = {"embedder": embedder, "progress": False, "sessions": {"idle_timeout": None}}
+    process = ReflectiveMemory.open(postgres_url, search={"backend": "process"}, **common)
     out: dict[str, Any] = {"memories": memories, "queries": queries, "k": k, "vocab": vocab,
                            "shared_buffers": _shared_buffers(postgres_url)}
     database = None
@@ -125,7 +126,7 @@ def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_0
         out["bulk_plain_s"] = _bulk_write(process, *bulk)
         out["auto_first_s"], out["index_build_s"] = _auto_build(postgres_url, user, qs[0],
                                                                 common)
-        database = ReflectiveMemory.open(postgres_url, search_backend="database", **common)
+        database = ReflectiveMemory.open(postgres_url, search={"backend": "database"}, **common)
         out["bulk_indexed_s"] = _bulk_write(process, *bulk)
         t0 = time.perf_counter()
         process.search(qs[0], user_id=user, k=k)
@@ -137,7 +138,8 @@ def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_0
         out["embed_ms"] = timed(lambda q: embedder.embed([q]), qs)
         qvecs = embedder.embed(qs[:db_queries])
         out["exact_scan_ms"] = timed(
-            lambda v: database.store.vector_search(user, v, database.config.candidates), qvecs)
+            lambda v: database.store.vector_search(user, v,
+                                                   database.config.search.candidates), qvecs)
         out["agreement"], out["top1"] = _agreement(process, database, user, qs[:100])
         for name in ("process", "database"):
             out[f"fresh_{name}"] = fresh_process(postgres_url, name, user, qs[1:])

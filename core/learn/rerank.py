@@ -59,7 +59,7 @@ class Scorer(Protocol):
 
 
 class FeatureRanker:
-    """`reranker="features"`: `FeatureScorer` over weights that start from `start`."""
+    """`reranker.kind="features"`: `FeatureScorer` over weights that start from `start`."""
 
     def __init__(self, scorer: FeatureScorer, start: FeatureWeights | None) -> None:
         self.scorer, self.model = scorer, FeatureModel(start)
@@ -82,7 +82,7 @@ class FeatureRanker:
 
 
 class BilinearRanker:
-    """`reranker="rmm"`: the paper's maps, q' = q + W_q q, m' = m + W_m m, score q'.m'."""
+    """`reranker.kind="rmm"`: the paper's maps, q' = q + W_q q, m' = m + W_m m, score q'.m'."""
 
     def __init__(self, reranker: Reranker) -> None:
         self.reranker, self.model = reranker, BilinearModel()
@@ -110,7 +110,7 @@ class BilinearRanker:
 
 
 class HandSet:
-    """`reranker="none"`: the fused order as retrieved; no exploration, nothing learned."""
+    """`reranker.kind="none"`: the fused order as retrieved; no exploration, nothing learned."""
 
     model = None
 
@@ -135,26 +135,26 @@ class HandSet:
 
 
 def start_weights(setting: str | None) -> FeatureWeights | None:
-    """`reranker_weights` read: "shipped", None (zero) or a weights file's path."""
+    """`reranker.weights` read: "shipped", None (zero) or a weights file's path."""
     if setting == "shipped":
         return shipped_weights()
     return None if setting is None else load_weights(setting)
 
 
 def _features(config: MemoryConfig) -> Scorer:
-    speakers = frozenset(s.casefold() for s in config.assistant_speakers)
-    start = start_weights(config.reranker_weights)
+    speakers = frozenset(s.casefold() for s in config.fusion.assistant_speakers)
+    start = start_weights(config.reranker.weights)
     return FeatureRanker(FeatureScorer(
-        temperature=config.reranker_temperature, rng=np.random.default_rng(config.reranker_seed),
+        temperature=config.reranker.temperature, rng=np.random.default_rng(config.reranker.seed),
         assistant_only=lambda names: bool(names) and all(n.casefold() in speakers
                                                          for n in names)), start)
 
 
 def _bilinear(config: MemoryConfig) -> Scorer:
-    return BilinearRanker(Reranker(temperature=config.reranker_temperature,
-                                   mix=config.reranker_mix, baseline=config.reranker_baseline,
-                                   combine=config.reranker_combine,
-                                   rng=np.random.default_rng(config.reranker_seed)))
+    return BilinearRanker(Reranker(temperature=config.reranker.temperature,
+                                   mix=config.reranker.mix, baseline=config.reranker.baseline,
+                                   combine=config.reranker.combine,
+                                   rng=np.random.default_rng(config.reranker.seed)))
 
 
 RERANKERS: dict[str, Callable[[MemoryConfig], Scorer]] = {
@@ -162,10 +162,10 @@ RERANKERS: dict[str, Callable[[MemoryConfig], Scorer]] = {
     "rmm": _bilinear,
     "none": lambda config: HandSet(),
 }
-"""`MemoryConfig.reranker` -> the scorer it builds."""
+"""`MemoryConfig.reranker.kind` -> the scorer it builds."""
 
 LEARNING_RATES = {"features": 1e-2, "rmm": 1e-3}
-"""Each learning scorer's step size when `reranker_learning_rate` is None (measured, README;
+"""Each learning scorer's step size when `reranker.learning_rate` is None (measured, README;
 the paper's 1e-3 moves 15 feature weights too little in a few hundred steps)."""
 
 
@@ -173,19 +173,19 @@ class LearnedReranker:
     """What `ReflectiveMemory` calls: rerank a search's candidates, learn from its citations.
 
     `cache` bounds the weights read per scope (a shared LRU, else one of
-    `reranker_cache_bytes` of its own)."""
+    `reranker.cache_bytes` of its own)."""
 
     def __init__(self, store: Store, config: MemoryConfig, cache: ByteLRU | None = None) -> None:
-        if config.reranker not in RERANKERS:
-            raise InvalidInputError(f"unknown reranker {config.reranker!r}; choose one of "
+        if config.reranker.kind not in RERANKERS:
+            raise InvalidInputError(f"unknown reranker {config.reranker.kind!r}; choose one of "
                                     f"{sorted(RERANKERS)}")
         self.store = store
-        self.scope = config.reranker_scope
-        self.scorer = RERANKERS[config.reranker](config)
-        rate = config.reranker_learning_rate or LEARNING_RATES.get(config.reranker, 0.0)
+        self.scope = config.reranker.scope
+        self.scorer = RERANKERS[config.reranker.kind](config)
+        rate = config.reranker.learning_rate or LEARNING_RATES.get(config.reranker.kind, 0.0)
         self.weights = WeightStore(store, learning_rate=rate,
-                                   batch=config.reranker_batch,
-                                   cache_bytes=config.reranker_cache_bytes,
+                                   batch=config.reranker.batch,
+                                   cache_bytes=config.reranker.cache_bytes,
                                    model=self.scorer.model, cache=cache) \
             if self.scorer.model is not None else None
 
@@ -199,7 +199,7 @@ class LearnedReranker:
         return self.weights.load(self.state_name(user_id), self.scorer.dim(query_vec))
 
     def weights_for(self, user_id: str, dim: int) -> Any:
-        """The newest weights that rank `user_id`'s searches (None with `reranker="none"`);
+        """The newest weights that rank `user_id`'s searches (None with `reranker.kind="none"`);
         `dim` is the embedder's."""
         return self._load(user_id, np.zeros(dim, np.float32))
 
@@ -223,7 +223,7 @@ class LearnedReranker:
 
     def feedback(self, result: SearchResult, cited: Sequence[Any]) -> None:
         """One REINFORCE step (queued when batching); a result takes feedback once.
-        With `reranker="none"` the citations are checked and nothing is recorded."""
+        With `reranker.kind="none"` the citations are checked and nothing is recorded."""
         if not isinstance(result, SearchResult):
             raise InvalidInputError(f"feedback needs a SearchResult, not {type(result).__name__}")
         ranking = result.state.get("ranking")

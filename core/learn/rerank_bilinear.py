@@ -1,4 +1,5 @@
-"""RMM's bilinear reranker (`reranker="rmm"`): the paper's maps, their gradient and stored form.
+"""RMM's bilinear reranker (`reranker.kind="rmm"`): the paper's maps, their gradient and stored
+form.
 
 The reranker maps the query and each candidate's vectors through identity-plus-linear maps,
 q' = q + W_q q and m' = m + W_m m, and scores a memory by its best row, max over rows q'.m'

@@ -1,4 +1,4 @@
-"""The feature reranker (`reranker="features"`): the hand-set fused score (z-scored over the K
+"""The feature reranker (`reranker.kind="features"`): the hand-set fused score (z-scored over the K
 candidates) plus w . phi.
 
 phi holds 15 signals the retriever already has or a memory carries (its cosines, word,

@@ -63,7 +63,7 @@ class WeightStore:
     steps from threads or processes are all kept; every `compact_every` steps the log is
     folded into a new base (compare-and-set, with the folded steps deleted in the same
     transaction). Weights read are cached in `cache` (a byte-bounded LRU, own one of
-    `cache_bytes` when not given; least recently used evicted, their queued steps logged
+    `storage.cache_bytes` when not given; least recently used evicted, their queued steps logged
     first).
     """
 

@@ -67,7 +67,8 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         load()  # fail on a missing extra before loading the model
     except (MissingDependencyError, InvalidInputError) as exc:
         raise CommandError(str(exc), USAGE) from exc
-    config = MemoryConfig(embedding_model=args.embedding_model, background_reflection=True)
+    config = MemoryConfig(embedding={"model": args.embedding_model},
+                          sessions={"background_reflection": True})
     try:
         memory = ReflectiveMemory(store, config=config)
     except (RMMError, OSError) as exc:

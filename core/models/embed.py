@@ -163,7 +163,7 @@ def _import_openvino_quietly() -> Any:
 
 
 class OnnxMiniLMEmbedder(_PackagedMiniLM):
-    """The packaged MiniLM on onnxruntime (`embedding_model="minilm-int8-onnx"`; the default
+    """The packaged MiniLM on onnxruntime (`embedding.model="minilm-int8-onnx"`; the default
     without the `openvino` extra): the same vectors as `OpenVinoMiniLMEmbedder`, at 0.6x its
     speed."""
 
@@ -239,7 +239,7 @@ EMBEDDERS = {
     "minilm-int8-openvino": lambda: OpenVinoMiniLMEmbedder(),
     "minilm": lambda: SentenceTransformerEmbedder(),
 }
-"""Packaged models by name; any other `embedding_model` is a local sentence-transformers path."""
+"""Packaged models by name; any other `embedding.model` is a local sentence-transformers path."""
 
 
 def check_dimension(stored: int | None, embedder: Embedder) -> None:

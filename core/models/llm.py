@@ -87,7 +87,7 @@ def usage_scope(session_id: str = "", save: Callable[[dict[str, int]], None] | N
     and hand it to `save` at the end (when there was any), even if the operation failed.
 
     Once an LLM call inside has timed out, the operation's later calls fail at once, so a
-    hung LLM costs one operation one `llm_timeout`, not one per call."""
+    hung LLM costs one operation one `stages.llm_timeout`, not one per call."""
     tally = dict.fromkeys(USAGE_FIELDS, 0)
     tokens = _TALLY.set(tally), _SESSION.set(session_id), _TIMED_OUT.set([])
     try:
@@ -317,13 +317,14 @@ def _checked(text: Any) -> str:
 
 def metered(llm: Any, config: MemoryConfig | None = None) -> MeteredLLM | None:
     """The user's `llm` (anything `as_llm` accepts) as the `MeteredLLM` every caller uses,
-    with the config's `llm_timeout` and `llm_workers` (the defaults without one); None
+    with the config's `stages.llm_timeout` and `stages.llm_workers` (the defaults without one); None
     stays None and an already metered LLM is returned as it is."""
     if llm is None or isinstance(llm, MeteredLLM):
         return llm
     if config is None:
         return MeteredLLM(as_llm(llm))
-    return MeteredLLM(as_llm(llm), timeout=config.llm_timeout, workers=config.llm_workers)
+    return MeteredLLM(as_llm(llm), timeout=config.stages.llm_timeout,
+                      workers=config.stages.llm_workers)
 
 
 # a dependency-free client for local OpenAI-compatible servers ---------------------------------

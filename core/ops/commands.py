@@ -50,10 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
                'rmm search --user alice "when did I adopt the dog?" --k 3\n'
                '  rmm search --user alice "where do I live?" --explain'),
     "reflect": ("reflect the sessions waiting for it (ended, or idle past "
-                "session_idle_timeout) into memories",
+                "sessions.idle_timeout) into memories",
                 "rmm reflect                       (every user, LLM-free pipeline)\n"
                 "  rmm reflect --user alice --open  (her open sessions too)\n"
-                "  rmm reflect --set max_hit_words=200 --llm-url http://127.0.0.1:8080/v1"),
+                "  rmm reflect --set search.max_hit_words=200 --llm-url http://127.0.0.1:8080/v1"),
     "export": ("a user's sessions, turns and memories as JSON lines (with vectors)",
                "rmm export --user alice --out alice.jsonl"),
     "import": ("restore an export into a database, as is (no model, no LLM needed)",
@@ -107,9 +107,11 @@ def add_commands(commands: Any) -> None:
             sub.add_argument("--open", action="store_true",
                              help="reflect open sessions too, however recent their last turn")
             sub.add_argument("--retry-failed", action="store_true",
-                             help="retry sessions that failed reflection_max_attempts times")
+                             help="retry sessions that failed sessions.reflection_max_attempts "
+                                  "times")
             sub.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                             help="MemoryConfig setting of your application (repeatable)")
+                             help="MemoryConfig setting of your application, by dotted "
+                                  "name, e.g. search.max_hit_words=200 (repeatable)")
             sub.add_argument("--llm-url", default=None, metavar="URL",
                              help="OpenAI-compatible API root for the LLM stages (key: "
                                   "$OPENAI_API_KEY); default: the LLM-free pipeline")

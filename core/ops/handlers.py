@@ -106,7 +106,7 @@ def _add(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     except InvalidInputError as exc:
         raise CommandError(f"nothing added: {exc}", BAD_DATA) from exc
     try:
-        mem = _reader(store, MemoryConfig(embedding_model=args.embedding_model))
+        mem = _reader(store, MemoryConfig(embedding={"model": args.embedding_model}))
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
     try:
@@ -128,7 +128,7 @@ def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     try:
         from ..config import MemoryConfig
 
-        mem = _reader(store, MemoryConfig(embedding_model=args.embedding_model))
+        mem = _reader(store, MemoryConfig(embedding={"model": args.embedding_model}))
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
     try:
@@ -176,9 +176,9 @@ def _reflect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         mem = _reader(store, config, llm)
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
-    timeout = config.session_idle_timeout
+    timeout = config.sessions.idle_timeout
     idle_before = float("inf") if args.open else (time.time() - timeout if timeout else None)
-    limit = None if args.retry_failed else config.reflection_max_attempts
+    limit = None if args.retry_failed else config.sessions.reflection_max_attempts
     waiting = [s for u in users
                for s in store.pending_sessions(idle_before, u, max_failures=limit)]
     memories, failed = 0, []
@@ -195,7 +195,8 @@ def _reflect(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _setting(text: str) -> tuple[str, Any]:
-    """`FIELD=VALUE` with a JSON value (`max_hit_words=200`, `notes=true`) or a plain string."""
+    """`FIELD=VALUE` with a JSON value (`search.max_hit_words=200`, `notes.enabled=true`) or a
+    plain string; dotted names and the flat ones of earlier releases alike."""
     field, sep, value = text.partition("=")
     if not sep or not field:
         raise CommandError(f"--set needs FIELD=VALUE, got {text!r}", USAGE)

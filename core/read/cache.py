@@ -23,7 +23,7 @@ class IndexCache:
     """`get(user_id)`: the user's index as of the store's generation for them.
 
     The index served last is also held outside the byte budget, so that a bank whose index
-    alone exceeds `cache_bytes` is not rebuilt on every search when other entries (reranker
+    alone exceeds `storage.cache_bytes` is not rebuilt on every search when other entries (reranker
     weights) push it out of the cache; the budget is exceeded by that one index at most."""
 
     def __init__(self, store: Store, cache: ByteLRU, stemmer: Callable | None) -> None:

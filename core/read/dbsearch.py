@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..storage.postgres.search import Sample
 
 AUTO_MIN_MEMORIES = 20_000
-"""`search_backend="auto"` searches a user's bank in the database from this many memories:
+"""`search.backend="auto"` searches a user's bank in the database from this many memories:
 there, loading and indexing it in a process before its first search (4 s, 350 MB more)
 costs as much as dozens of searches' extra time in the database (docs/postgres.md). The
 database's search indexes are built in the background when the first user reaches it; that
@@ -51,7 +51,7 @@ and 76.8 % at 80 and 100, and the search took about half as long at 100)."""
 SAMPLE = Z_SAMPLE // 4
 """Memories spread over the bank whose signals give their mean and spread (`Sample`: read
 once per change of the bank, 2.3 MB for 384-d vectors whatever the bank's size, kept in
-the shared `cache_bytes` budget)."""
+the shared `storage.cache_bytes` budget)."""
 
 
 def sample_key(user_id: str) -> str:
@@ -85,7 +85,7 @@ class DatabaseSearcher:
         return self._ready
 
     def prepare(self, dim: int | None) -> None:
-        """On open: `search_backend="database"` builds the database's search indexes now;
+        """On open: `search.backend="database"` builds the database's search indexes now;
         `auto` waits until a user first reaches `AUTO_MIN_MEMORIES`, so that no write below
         it pays for maintaining them."""
         self._dim = int(dim) if dim else None

@@ -24,7 +24,7 @@ class FusionWeights:
     turn: float = 0.5
     smoothing: float = 0.25
     assistant: float = 1.0
-    """Subtracted from memories that only `assistant_speakers` wrote."""
+    """Subtracted from memories that only `fusion.assistant_speakers` wrote."""
     assistant_speakers: frozenset[str] = frozenset({"assistant"})
     """Speaker names (case-folded) of the assistant side of a chat."""
 

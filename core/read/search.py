@@ -41,7 +41,7 @@ class Searcher:
                  weights: FusionWeights) -> None:
         self.store, self.embedder, self.config = store, embedder, config
         self.indexes, self.reranker, self.weights = indexes, reranker, weights
-        self.database = DatabaseSearcher(store, weights, config.search_backend,
+        self.database = DatabaseSearcher(store, weights, config.search.backend,
                                          indexes.cache)
         self.open_turns = OpenTurns(store, embedder, unit_words=unit_words(config),
                                     stemmer=indexes.stemmer)
@@ -55,7 +55,7 @@ class Searcher:
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
         if not query.strip():
             return result
-        top = max(k, self.config.candidates)
+        top = max(k, self.config.search.candidates)
         depth = top * 3 if as_of else top  # as_of filters the pool: draw more
         pool = self._pool(user_id, query, depth, wanted, session_id)
         if pool is None:
@@ -76,7 +76,7 @@ class Searcher:
             result.hits = with_links(
                 self.store, user_id, [*result.hits, *(c for c in candidates
                                                       if c.memory.id not in kept)],
-                query_vec, k=k, per_hit=self.config.note_follow, text_of=self._text)
+                query_vec, k=k, per_hit=self.config.notes.follow, text_of=self._text)
             result.hits = [h for h in result.hits if matches(h.memory.metadata, wanted)]
         relevance_of = {c.memory.id: relevance(query_vec, r) for c, r in zip(candidates, rows)}
         result.hits = scored(result.hits, relevance_of, min_score)
@@ -87,9 +87,9 @@ class Searcher:
             now = as_of is None and not about_the_past(query)
             if now:
                 result.hits = latest_first(result.hits, query,
-                                           assistants=self.config.assistant_speakers)
+                                           assistants=self.config.fusion.assistant_speakers)
             result.hits = arrange(result.hits, query=query, current_first=now)
-        if self.config.hit_excerpts:
+        if self.config.search.excerpts:
             result.hits = excerpts(result.hits, query, query_vec, {
                 c.memory.id: r for c, r in zip(candidates, rows)}, self.indexes.stemmer)
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
@@ -105,7 +105,7 @@ class Searcher:
         return result
 
     def _text(self, memory: Memory) -> str:
-        return hit_text(memory, dates=self.config.context_dates)
+        return hit_text(memory, dates=self.config.search.context_dates)
 
     def _pool(self, user_id: str, query: str, top: int, wanted: Mapping[str, Any],
               session_id: str | None) -> tuple[list[Pooled], np.ndarray] | None:
@@ -116,7 +116,7 @@ class Searcher:
         # query itself, logged before it is searched for, is no hit.
         opened = [(t, m) for t, m in self.open_turns.open(user_id)
                   if t.session_id != session_id and t.text.strip() != query.strip()
-                  and matches(m, wanted)] if self.config.immediate_recall else []
+                  and matches(m, wanted)] if self.config.search.immediate_recall else []
         index = None if self.database.wanted(user_id) else self.indexes.get(user_id)
         if index is not None and not len(index) and not opened:
             return None
@@ -151,7 +151,7 @@ class Searcher:
 
     def _database_candidates(self, user_id: str, query: str, query_vec: np.ndarray, top: int,
                              wanted: Mapping[str, Any]) -> tuple[list[Pooled], Scale | None]:
-        """`_memory_candidates` searched inside the database (`search_backend`)."""
+        """`_memory_candidates` searched inside the database (`search.backend`)."""
         found, scale = self.database.candidates(user_id, query, query_vec, top, wanted)
         ids = [mid for mid, _ in found]
         stored = {m.id: m for m in self.store.memories(user_id, ids)}

@@ -69,7 +69,7 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         raise CommandError(str(exc), USAGE) from exc
     try:
         memory = ReflectiveMemory(store, config=MemoryConfig(
-            embedding_model=args.embedding_model), recover=False)
+            embedding={"model": args.embedding_model}), recover=False)
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
     from .app import LOOPBACK_HOSTS, build_app

@@ -196,10 +196,10 @@ class Learning:
 def learning(memory: ReflectiveMemory, user_id: str) -> Learning | None:
     """None unless the feature reranker (the default) ranks this memory's searches."""
     config = memory.config
-    if config.reranker != "features":
+    if config.reranker.kind != "features":
         return None
-    model = FeatureModel(_start(config.reranker_weights))
-    name = WeightStore.name(config.reranker_scope, user_id, model.kind)
+    model = FeatureModel(_start(config.reranker.weights))
+    name = WeightStore.name(config.reranker.scope, user_id, model.kind)
     store = memory.store
     version, seqs = store.state_log(name)
     _, blob = store.load_state(name)
@@ -209,8 +209,8 @@ def learning(memory: ReflectiveMemory, user_id: str) -> Learning | None:
     for seq in sorted(deltas):
         weights = model.apply(weights, [deltas[seq]], name)
         history.append((weights.steps, weights.named()))
-    return Learning(name if config.reranker_scope == "global" else "this user's own",
-                    config.reranker_scope, weights.named(), history, weights.steps,
+    return Learning(name if config.reranker.scope == "global" else "this user's own",
+                    config.reranker.scope, weights.named(), history, weights.steps,
                     len(deltas), version > 0 and bool(blob))
 
 

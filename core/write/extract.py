@@ -53,7 +53,7 @@ class LLMExtractor:
     Summaries name the speaker and carry dates resolved against the session date. The
     segments are shown to the LLM as topic hints; they are also what the LLM-free
     `fallback` turns into memories when the LLM fails twice. A summary longer than
-    `max_words` (`max_hit_words` less the date prefix) becomes several memories of whole
+    `max_words` (`search.max_hit_words` less the date prefix) becomes several memories of whole
     sentences, each with the summary's refs;
     a summary refers only to cited turns it shares a content word with.
     """

@@ -35,7 +35,7 @@ class Ingestor:
 
     def start_worker(self) -> None:
         """Reflect off the request path from now on; the worker's first sweep recovers."""
-        self.worker = ReflectionWorker(self._sweep, self.config.reflection_interval)
+        self.worker = ReflectionWorker(self._sweep, self.config.sessions.reflection_interval)
         self.worker.start()
 
     def stop(self) -> None:
@@ -58,9 +58,9 @@ class Ingestor:
                                          as_datetime(started_at, "started_at"), time.time(),
                                          meta)
         state = self.store.session(user_id, session_id)
-        limit = self.config.session_max_turns
+        limit = self.config.sessions.max_turns
         if limit and state and state.n_turns - state.reflected >= limit and \
-                state.failures < self.config.reflection_max_attempts:
+                state.failures < self.config.sessions.reflection_max_attempts:
             self._reflect_quietly(state)
         if self.worker is None:  # the worker reflects idle sessions, else the caller's own
             self._sweep_idle(user_id)
@@ -112,11 +112,11 @@ class Ingestor:
                         stopping: Callable[[], bool] = lambda: False) -> list[Memory]:
         """`ReflectiveMemory.reflect_pending` for every user or one, until `stopping()`
         (checked between sessions) turns true."""
-        timeout = self.config.session_idle_timeout
+        timeout = self.config.sessions.idle_timeout
         idle_before = time.time() - timeout if timeout else None
         if all_open:
             idle_before = float("inf")
-        limit = None if retry_failed else self.config.reflection_max_attempts
+        limit = None if retry_failed else self.config.sessions.reflection_max_attempts
         out: list[Memory] = []
         for state in self.store.pending_sessions(idle_before, user_id, max_failures=limit):
             if stopping():
@@ -142,7 +142,7 @@ class Ingestor:
         """Reflect the caller's own ended or idle sessions (checked at most once a minute per
         user): a request never pays for another user's sessions, which wait for the worker
         or `reflect_pending`."""
-        timeout = self.config.session_idle_timeout
+        timeout = self.config.sessions.idle_timeout
         now = time.time()
         if timeout and now - self._last_sweep.get(user_id, 0.0) > min(timeout, 60.0):
             with self._sweep_lock:

@@ -23,28 +23,29 @@ Factory = Callable[[MemoryConfig, Any], Any]
 
 
 def _embedding(c: MemoryConfig, llm: Any) -> EmbeddingSegmenter:
-    return EmbeddingSegmenter(window=c.segment_window, cutoff=c.segment_cutoff,
-                              min_turns=c.segment_min_turns, max_turns=c.segment_max_turns)
+    return EmbeddingSegmenter(window=c.segmentation.window, cutoff=c.segmentation.cutoff,
+                              min_turns=c.segmentation.min_turns,
+                              max_turns=c.segmentation.max_turns)
 
 
 def _threshold(c: MemoryConfig) -> ThresholdReconciler:
-    return ThresholdReconciler(c.merge_threshold, max_words=unit_words(c))
+    return ThresholdReconciler(c.stages.merge_threshold, max_words=unit_words(c))
 
 
 def _llmlingua(c: MemoryConfig, llm: Any) -> LLMLinguaCompressor:
-    if not c.llmlingua_model_path:
-        raise InvalidInputError('compression="llmlingua" needs llmlingua_model_path, the '
-                                'local folder of an LLMLingua-2 model')
-    return LLMLinguaCompressor(c.llmlingua_model_path)
+    if not c.stages.llmlingua_model_path:
+        raise InvalidInputError('compression="llmlingua" needs stages.llmlingua_model_path, '
+                                'the local folder of an LLMLingua-2 model')
+    return LLMLinguaCompressor(c.stages.llmlingua_model_path)
 
 
 STAGES: dict[str, dict[str, Factory]] = {
     "segmentation": {
         "embedding": _embedding,
-        "fixed": lambda c, llm: FixedSegmenter(c.segment_max_turns),
+        "fixed": lambda c, llm: FixedSegmenter(c.segmentation.max_turns),
         "llm": lambda c, llm: LLMSegmenter(llm, _embedding(c, llm)),
         "incremental": lambda c, llm: IncrementalLLMSegmenter(
-            llm, _embedding(c, llm), max_turns=c.segment_max_turns),
+            llm, _embedding(c, llm), max_turns=c.segmentation.max_turns),
     },
     "extraction": {
         "segment": lambda c, llm: SegmentExtractor(),
@@ -76,13 +77,17 @@ def build_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:
     """The write path the settings ask for; `llm` is anything `as_llm` accepts (metered
     here unless it already is)."""
     metered = metered_llm(llm, config)
+    setting = {"segmentation": "segmentation.kind", "extraction": "stages.extraction",
+               "compression": "stages.compression", "reconciliation": "stages.reconciliation"}
     chosen = {}
     for stage, options in STAGES.items():
-        name = getattr(config, stage) or DEFAULTS[metered is not None][stage]
+        group, field = setting[stage].split(".")
+        name = getattr(getattr(config, group), field) or DEFAULTS[metered is not None][stage]
         if name not in options:
             raise InvalidInputError(f"unknown {stage} {name!r}; choose one of {sorted(options)}")
         if name in NEEDS_LLM and metered is None:
-            raise InvalidInputError(f'{stage}="{name}" needs an LLM: pass llm= to open()')
+            raise InvalidInputError(f'{setting[stage]}="{name}" needs an LLM: pass llm= to '
+                                    'open()')
         chosen[stage] = options[name](config, metered)
     return Pipeline(segmenter=chosen["segmentation"], extractor=chosen["extraction"],
                     compressor=chosen["compression"], reconciler=chosen["reconciliation"])

@@ -172,7 +172,7 @@ class Reflector:
 
         A draft that is its turns verbatim (LLM-free extraction) gets the normalised mean of
         their vectors instead of a second, longer encoding: half the ingest cost for 1.3
-        points of Rtok@1000 on LoCoMo (`memory_vector="text"` keeps the encoding).
+        points of Rtok@1000 on LoCoMo (`embedding.memory_vector="text"` keeps the encoding).
         """
         rows_of: dict[str | None, list[int]] = {}
         for i, t in enumerate(session.turns):

@@ -42,7 +42,7 @@ def test_a_fact_is_a_memory_at_once_with_direct_provenance(open_memory):
 
 
 def test_a_long_fact_becomes_passages_that_fit_a_hit(open_memory):
-    mem = open_memory(max_hit_words=30)
+    mem = open_memory(search={"max_hit_words": 30})
     text = " ".join(f"Sentence number {i} is about my garden and its roses." for i in range(12))
     added = mem.add(text, user_id="u")
     assert len(added) > 1
@@ -315,7 +315,7 @@ def test_provisional_hits_rank_among_memories(open_memory):
 
 
 def test_a_long_open_turn_is_found_by_its_passage_within_the_hit_budget(open_memory):
-    mem = open_memory(max_hit_words=40)
+    mem = open_memory(search={"max_hit_words": 40})
     filler = " ".join(f"Paragraph {i} talks about weather, trains and coffee." for i in range(20))
     mem.append([("assistant", f"{filler} Your dentist appointment is on the 14th of June. "
                              f"{filler}")], user_id="u", session_id="s")
@@ -331,7 +331,7 @@ def test_provisional_hits_follow_filters_and_can_be_turned_off(open_memory):
     assert not mem.search("cello teacher", user_id="u", agent_id="chef")
     assert not mem.search("cello teacher", user_id="bob")
     mem.close()
-    assert not open_memory(immediate_recall=False).search("cello teacher", user_id="u")
+    assert not open_memory(search={"immediate_recall": False}).search("cello teacher", user_id="u")
 
 
 # reflection off the request path ---------------------------------------------------------------
@@ -355,7 +355,7 @@ class _Reflections:
 def _idle_session(mem: ReflectiveMemory, user_id: str, session_id: str) -> None:
     """A session whose last turn came two idle timeouts ago."""
     mem.store.append_turns(user_id, session_id, [Turn("user", f"{user_id} likes tea.")], None,
-                           time.time() - 2 * mem.config.session_idle_timeout)
+                           time.time() - 2 * mem.config.sessions.idle_timeout)
 
 
 def test_a_request_never_reflects_another_users_session(open_memory):
@@ -372,7 +372,7 @@ def test_a_request_never_reflects_another_users_session(open_memory):
 
 
 def test_the_background_worker_reflects_off_the_request_path(open_memory):
-    mem = open_memory(background_reflection=True, reflection_interval=0.05)
+    mem = open_memory(sessions={"background_reflection": True, "reflection_interval": 0.05})
     spy = _Reflections(mem)
     _idle_session(mem, "victim", "v")
     _idle_session(mem, "caller", "old")
@@ -392,8 +392,9 @@ def test_open_leaves_crash_recovery_to_the_worker(store_target, embedder):
     mem.append(("user", "I left the oven on."), user_id="u", session_id="s")
     mem.store.mark_ended("u", "s")  # as a crash after end_session's mark would leave it
     mem.close()
-    mem = ReflectiveMemory.open(store_target, embedder=embedder, background_reflection=True,
-                                reflection_interval=0.05)
+    mem = ReflectiveMemory.open(store_target, embedder=embedder,
+                                sessions={"background_reflection": True,
+                                          "reflection_interval": 0.05})
     _wait_for(lambda: mem.memories(user_id="u"))
     mem.close()
 

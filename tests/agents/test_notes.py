@@ -26,7 +26,8 @@ JOB = [{"speaker": "Ann", "text": "My job interview at the bank went well."},
 
 
 def _mem(embedder, **settings) -> ReflectiveMemory:
-    return ReflectiveMemory.open(":memory:", embedder=embedder, notes=True, **settings)
+    return ReflectiveMemory.open(":memory:", embedder=embedder,
+                                 **{"notes.enabled": True, **settings})
 
 
 def by_text(mem: ReflectiveMemory, user: str, needle: str):
@@ -61,7 +62,7 @@ def test_notes_off_by_default_leave_attrs_alone(embedder):
 
 
 def test_follow_links_brings_a_linked_memory_into_the_top_k(embedder):
-    mem = _mem(embedder, note_link_threshold=0.3)
+    mem = _mem(embedder, notes={"link_threshold": 0.3})
     for session in (DOG_1, JOB, DOG_2):
         mem.add_session(session, user_id="u")
     query = "What did Ann adopt from the shelter?"
@@ -75,7 +76,7 @@ def test_follow_links_brings_a_linked_memory_into_the_top_k(embedder):
 
 
 def test_notes_in_key_changes_key_and_key_vector(embedder):
-    mem = _mem(embedder, notes_in_key=True)
+    mem = _mem(embedder, notes={"in_key": True})
     mem.add_session(DOG_1, user_id="u")
     memory = mem.memories(user_id="u")[0]
     assert memory.key.startswith(memory.attrs["key_base"])
@@ -116,9 +117,10 @@ LINK_NOTE_0 = ('```json\n{"links": [0], "updates": [{"note": 0, '
 
 def test_llm_links_and_evolution_keep_the_earlier_note(embedder):
     llm = ScriptedLLM(notes=[_notes_answer(1), _notes_answer(2)], links=[LINK_NOTE_0])
-    mem = ReflectiveMemory.open(":memory:", embedder=embedder, notes=True,
-                                segmentation="embedding", extraction="segment",
-                                reconciliation="threshold", llm=llm)
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder, notes={"enabled": True},
+                                segmentation={"kind": "embedding"},
+                                stages={"extraction": "segment", "reconciliation": "threshold"},
+                                llm=llm)
     mem.add_session(DOG_1, user_id="u")
     first = mem.memories(user_id="u")[0]
     assert first.attrs["keywords"] == ["kw0"] and first.attrs["context"] == "context 1"
@@ -135,9 +137,10 @@ def test_llm_links_and_evolution_keep_the_earlier_note(embedder):
 
 
 def test_broken_llm_notes_fall_back_to_tfidf(embedder):
-    mem = ReflectiveMemory.open(":memory:", embedder=embedder, notes=True,
-                                segmentation="embedding", extraction="segment",
-                                reconciliation="threshold", llm=lambda prompt: "no json here")
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder, notes={"enabled": True},
+                                segmentation={"kind": "embedding"},
+                                stages={"extraction": "segment", "reconciliation": "threshold"},
+                                llm=lambda prompt: "no json here")
     with pytest.warns(UserWarning):
         mem.add_session(DOG_1, user_id="u")
     memory = mem.memories(user_id="u")[0]
@@ -168,9 +171,10 @@ def test_real_local_llm_writes_notes_and_links(embedder):
         llm = local_llm.LocalLLM(max_tokens=400)
     except Exception as exc:  # the model parts or xllamacpp are not installed
         pytest.skip(f"local LLM unavailable: {exc}")
-    mem = ReflectiveMemory.open(":memory:", embedder=embedder, notes=True,
-                                segmentation="embedding", extraction="segment",
-                                reconciliation="threshold", llm=llm)
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder, notes={"enabled": True},
+                                segmentation={"kind": "embedding"},
+                                stages={"extraction": "segment", "reconciliation": "threshold"},
+                                llm=llm)
     mem.add_session(DOG_1, user_id="u")
     mem.add_session(DOG_2, user_id="u")
     memories = mem.memories(user_id="u")

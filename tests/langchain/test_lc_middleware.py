@@ -105,7 +105,7 @@ def test_recall_keeps_the_agents_own_system_prompt(mem, chat_model):
 
 
 def test_size_threshold_reflects_a_thread_without_an_explicit_end(open_memory, chat_model):
-    mem = open_memory(session_max_turns=2)
+    mem = open_memory(sessions={"max_turns": 2})
     agent = create_agent(chat_model("Got it."), middleware=[RMMMiddleware(mem)],
                          checkpointer=InMemorySaver())
     run(agent, FACT, user="u1", thread="A")

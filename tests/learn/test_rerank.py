@@ -51,8 +51,8 @@ LEARNERS = ["features", "rmm"]
 @pytest.fixture(params=LEARNERS)
 def learner(request, open_memory):
     """Opens memories with one learning reranker, starting from zero weights."""
-    return lambda **settings: open_memory(**{"reranker": request.param,
-                                             "reranker_weights": None, **settings})
+    return lambda **settings: open_memory(**{"reranker.kind": request.param,
+                                             "reranker.weights": None, **settings})
 
 
 @pytest.fixture
@@ -146,7 +146,7 @@ def test_reinforce_learns_a_hidden_preference():
 
 def test_reranker_seed_makes_exploration_reproducible(embedder):
     def explored(seed):
-        with ReflectiveMemory.open(":memory:", embedder=embedder, reranker_seed=seed) as mem:
+        with ReflectiveMemory.open(":memory:", embedder=embedder, reranker={"seed": seed}) as mem:
             for i, text in enumerate(TOPICS):
                 mem.add_session([{"speaker": "user", "text": text}], user_id="u",
                                 session_id=f"s{i}")
@@ -237,7 +237,7 @@ def test_feedback_persists_survives_reopen_and_changes_scores(bank, open_memory)
         res = bank.search(query, user_id="u1", k=3)
         bank.feedback(res, cited=[h for h in res if h.memory.id == last])
     assert logged(bank.store) == 3
-    again = open_memory(reranker=bank.config.reranker, reranker_weights=None)
+    again = open_memory(reranker={"kind": bank.config.reranker.kind, "weights": None})
     after = again.search(query, user_id="u1", k=3)
     assert not np.array_equal(after.state["ranking"].scores, before.state["ranking"].scores)
     assert steps(again) == 3
@@ -261,7 +261,7 @@ def test_feedback_once_only_and_bad_citations_lose_nothing(bank):
 
 def test_feedback_that_fails_leaves_the_result_unclaimed(bank):
     res = bank.search("where is the wedding?", user_id="u1", k=2)
-    wrong = Weights.zeros(8) if bank.config.reranker == "rmm" else FeatureWeights.zeros(3)
+    wrong = Weights.zeros(8) if bank.config.reranker.kind == "rmm" else FeatureWeights.zeros(3)
     bank.store.save_state(bank._reranker.state_name("u1"), 0, wrong.to_bytes())  # wrong dim
     bank._reranker.weights._cache.clear()  # as in a process that has not read them yet
     with pytest.raises(StorageError, match="dimension"):
@@ -296,7 +296,7 @@ U1 = WeightStore.name("user", "u1")
 
 
 def test_user_scope_keeps_weights_apart(learner):
-    mem = learner(reranker_scope="user")
+    mem = learner(reranker={"scope": "user"})
     u1, u2 = mem._reranker.state_name("u1"), mem._reranker.state_name("u2")
     for user in ("u1", "u2"):
         for i, text in enumerate(TOPICS[:3]):
@@ -310,7 +310,7 @@ def test_user_scope_keeps_weights_apart(learner):
 
 
 def test_forget_erases_the_users_own_weights_and_keeps_the_others(learner):
-    mem = learner(reranker_scope="user")
+    mem = learner(reranker={"scope": "user"})
     u1 = mem._reranker.state_name("u1")
     for user in ("u1", "u2"):
         for i, text in enumerate(TOPICS[:3]):
@@ -324,7 +324,7 @@ def test_forget_erases_the_users_own_weights_and_keeps_the_others(learner):
     erased = mem._reranker.weights_for("u1", mem.embedder.dim)
     assert erased.steps == 0 and is_zero(erased)
     assert "u1" not in u1  # the erased row's name does not keep the forgotten user's id
-    assert steps(learner(reranker_scope="user"), "u1") == 0
+    assert steps(learner(reranker={"scope": "user"}), "u1") == 0
     assert steps(mem, "u2") == 1
     mem.add_session([{"speaker": "user", "text": TOPICS[0]}], user_id="u1", session_id="s9")
     res = mem.search("cello lessons", user_id="u1", k=1)
@@ -336,7 +336,7 @@ def test_forget_erases_the_users_own_weights_and_keeps_the_others(learner):
 def test_schema_2_per_user_state_moves_to_hashed_names(open_memory, store_target):
     """Before schema 3, per-user weights and workflows were named `reranker/user/<id>` and
     `workflows/user/<id>`; opening renames them to names under the hashed id."""
-    mem = open_memory(reranker_scope="user", reranker="rmm")
+    mem = open_memory(reranker={"scope": "user", "kind": "rmm"})
     mem.add_session([{"speaker": "user", "text": TOPICS[0]}], user_id="u1", session_id="s1")
     res = mem.search("cello lessons", user_id="u1", k=1)
     mem.feedback(res, cited=[res[0].memory.id])
@@ -348,7 +348,7 @@ def test_schema_2_per_user_state_moves_to_hashed_names(open_memory, store_target
         ("UPDATE named_state SET name = 'reranker/user/u1' WHERE name = {}", U1),
         ("UPDATE named_state SET name = 'workflows/user/u1' WHERE name = {}", flows),
         ("UPDATE meta SET value = '2' WHERE key = {}", "schema_version")])
-    mem = open_memory(reranker_scope="user", reranker="rmm")
+    mem = open_memory(reranker={"scope": "user", "kind": "rmm"})
     assert logged(mem.store, "reranker/user/u1") == 0
     assert mem._reranker.weights.load(U1, mem.embedder.dim).steps == 1
     assert mem.store.load_state("workflows/user/u1") == (0, None)
@@ -376,7 +376,7 @@ def _raw_sql(target: str, statements: list[tuple[str, str]]) -> None:
 
 def test_batching_writes_every_n_and_flushes_on_close(bank, learner, store_target):
     bank.close()
-    mem = learner(reranker_batch=3)
+    mem = learner(reranker={"batch": 3})
     for n in range(4):
         res = mem.search("marathon time", user_id="u1", k=2)
         mem.feedback(res, cited=[res[0].memory.id])
@@ -463,7 +463,7 @@ def test_supervised_bound_fits_the_train_questions(locomo_path):
 
     conv = load_locomo(locomo_path, select=[1])[0]
     conv.questions[:] = conv.questions[:60]
-    with ReflectiveMemory.open(":memory:", progress=False, reranker="rmm") as mem:
+    with ReflectiveMemory.open(":memory:", progress=False, reranker={"kind": "rmm"}) as mem:
         mem.add_sessions([{"turns": s.turns, "session_id": s.session_id,
                            "started_at": s.started_at} for s in conv.sessions],
                          user_id=conv.sample_id)

@@ -159,17 +159,17 @@ def test_weights_files_are_checked(tmp_path):
 
 @pytest.mark.parametrize("scope", ["global", "user"])
 def test_a_fresh_install_starts_from_the_shipped_weights(bank, scope, embedder):
-    mem = bank(reranker_scope=scope)
+    mem = bank(reranker={"scope": scope})
     assert np.array_equal(mem._reranker.weights_for("new-user", embedder.dim).w,
                           shipped_weights().w)
-    zero = bank(reranker_scope=scope, reranker_weights=None)
+    zero = bank(reranker={"scope": scope, "weights": None})
     assert not zero._reranker.weights_for("new-user", embedder.dim).w.any()
 
 
 def test_own_weights_file_is_where_learning_starts(bank, tmp_path, embedder):
     path = tmp_path / "mine.json"
     save_weights(FeatureWeights(np.full(len(FEATURES), 0.5, np.float32)), path, {})
-    mem = bank(reranker_weights=str(path))
+    mem = bank(reranker={"weights": str(path)})
     assert np.allclose(mem._reranker.weights_for("u1", embedder.dim).w, 0.5)
     res = mem.search("what pet do I have?", user_id="u1", k=2, explore=True)
     mem.feedback(res, cited=[res[0].memory.id])
@@ -178,13 +178,14 @@ def test_own_weights_file_is_where_learning_starts(bank, tmp_path, embedder):
 
 
 # the reranker setting -----------------------------------------------------------------------------
-def test_unknown_reranker_is_a_typed_error(tmp_path, embedder):
-    with pytest.raises(InvalidInputError, match="features"):
-        ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=embedder, reranker="magic")
+def test_unknown_reranker_is_refused_naming_the_choices(tmp_path, embedder):
+    with pytest.raises(ValueError, match="'features', 'rmm' or 'none'"):
+        ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=embedder,
+                              reranker={"kind": "magic"})
 
 
 def test_none_ranks_by_the_hand_set_fusion_and_learns_nothing(bank):
-    mem = bank(reranker="none")
+    mem = bank(reranker={"kind": "none"})
     for query in QUERIES:
         for explore in (False, True):
             res = mem.search(query, user_id="u1", k=3, explore=explore)
@@ -196,20 +197,20 @@ def test_none_ranks_by_the_hand_set_fusion_and_learns_nothing(bank):
 
 
 def test_features_with_zero_weights_rank_as_none(bank):
-    plain, learner = bank(reranker="none"), bank(reranker_weights=None)
+    plain, learner = bank(reranker={"kind": "none"}), bank(reranker={"weights": None})
     for query in QUERIES:
         assert [h.memory.id for h in plain.search(query, user_id="u1", k=4)] == \
             [h.memory.id for h in learner.search(query, user_id="u1", k=4)]
 
 
 def test_feature_feedback_persists_and_reopens(bank, embedder):
-    mem = bank(reranker_weights=None)
+    mem = bank(reranker={"weights": None})
     for query in QUERIES:
         res = mem.search(query, user_id="u1", k=3, explore=True)
         mem.feedback(res, cited=[res[-1].memory.id])
     learnt = mem._reranker.weights_for("u1", embedder.dim)
     mem.close()
-    again = bank(reranker_weights=None)
+    again = bank(reranker={"weights": None})
     reread = again._reranker.weights_for("u1", embedder.dim)
     assert reread.steps == len(QUERIES) and np.array_equal(reread.w, learnt.w)
     assert learnt.w.any()

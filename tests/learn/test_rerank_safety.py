@@ -49,7 +49,7 @@ def assert_finite(mem: ReflectiveMemory) -> None:
 # non-finite steps ---------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["features", "rmm"])
 def test_nan_memory_vectors_cannot_poison_the_global_reranker(open_memory, store_target, kind):
-    mem = open_memory(reranker=kind)
+    mem = open_memory(reranker={"kind": kind})
     name = mem._reranker.state_name("")
     ingest(mem, "good")
     ingest(mem, "bad")
@@ -60,7 +60,7 @@ def test_nan_memory_vectors_cannot_poison_the_global_reranker(open_memory, store
     nan = np.full(mem.embedder.dim, np.nan, np.float32).tobytes()
     with sqlite3.connect(store_target) as conn:  # as a crafted import would have left them
         conn.execute("UPDATE memory_vectors SET vec = ? WHERE user_id = 'bad'", (nan,))
-    mem = open_memory(reranker=kind)
+    mem = open_memory(reranker={"kind": kind})
     res = mem.search("what pet do I have?", user_id="bad", k=3)
     with pytest.raises(FeedbackError, match="not finite"):
         mem.feedback(res, cited=[res[0].memory.id])
@@ -87,7 +87,7 @@ class NaNQueries:
 def test_a_nan_query_vector_is_refused_and_other_users_rank_as_before(store_target, embedder,
                                                                       kind):
     with ReflectiveMemory.open(store_target, embedder=NaNQueries(embedder),
-                               reranker=kind) as mem:
+                               reranker={"kind": kind}) as mem:
         ingest(mem, "u1")
         ingest(mem, "u2")
         before = scores(mem, "u2")
@@ -104,8 +104,9 @@ def test_respond_keeps_its_answer_when_the_learning_step_is_refused(store_target
     Uses a scripted fake LLM (a callable) that cites note 1."""
     with ReflectiveMemory.open(store_target, embedder=NaNQueries(embedder),
                                llm=lambda prompt: "You adopted a puppy [1].",
-                               segmentation="embedding", extraction="segment",
-                               reconciliation="threshold", reranker="rmm") as mem:
+                               segmentation={"kind": "embedding"},
+                               stages={"extraction": "segment", "reconciliation": "threshold"},
+                               reranker={"kind": "rmm"}) as mem:
         ingest(mem, "u1")
         with pytest.warns(RuntimeWarning, match="not finite"):
             answer = mem.respond("poison", user_id="u1")
@@ -265,7 +266,7 @@ def test_byte_lru_evicts_the_least_recently_used_and_keeps_the_newest():
 def test_per_user_weights_stay_within_the_bound_and_survive_eviction(open_memory):
     """300 users each train their own weights with an 8 MB cache (about 6 users' weights):
     the cache never passes the bound, and every user ranks exactly as right after training."""
-    mem = open_memory(reranker_scope="user", reranker_cache_bytes=8 * 2**20, reranker="rmm")
+    mem = open_memory(reranker={"scope": "user", "cache_bytes": 8 * 2**20, "kind": "rmm"})
     users = [f"u{i}" for i in range(300)]
     trained = {}
     for user in users:
@@ -284,8 +285,7 @@ def test_per_user_weights_stay_within_the_bound_and_survive_eviction(open_memory
 def test_evicted_users_queued_steps_are_logged_not_lost(open_memory):
     """With batched steps, a user evicted from the cache has its queued step logged first
     (untrained weights are shared; a queued step of 384 dimensions takes ~6 KB)."""
-    mem = open_memory(reranker_scope="user", reranker_batch=5, reranker_cache_bytes=20_000,
-                      reranker="rmm")
+    mem = open_memory(reranker={"scope": "user", "batch": 5, "cache_bytes": 20_000, "kind": "rmm"})
     users = [f"u{i}" for i in range(12)]
     for user in users:
         ingest(mem, user, 2)
@@ -295,6 +295,6 @@ def test_evicted_users_queued_steps_are_logged_not_lost(open_memory):
     logged = [len(mem.store.state_log(n)[1]) for n in names]
     assert 0 < sum(logged) < len(users)  # the evicted ones, before any close
     mem.close()
-    again = open_memory(reranker_scope="user", reranker="rmm")
+    again = open_memory(reranker={"scope": "user", "kind": "rmm"})
     assert [again._reranker.weights.load(n, again.embedder.dim).steps for n in names] == \
         [1] * len(users)

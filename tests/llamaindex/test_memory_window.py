@@ -151,7 +151,7 @@ def test_a_chats_own_waiting_turns_are_not_recalled_into_it(open_memory):
 
 
 def test_with_a_background_worker_reset_leaves_reflection_to_it(open_memory):
-    mem = open_memory(background_reflection=True, reflection_interval=0.2)
+    mem = open_memory(sessions={"background_reflection": True, "reflection_interval": 0.2})
     memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="first")
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory)
     engine.chat(FACT)

@@ -23,7 +23,7 @@ TEXTS = [
 @pytest.fixture
 def mem(embedder):
     """The paper's bilinear reranker: its q'.m' scores any text by its vectors alone."""
-    mem = ReflectiveMemory.open(":memory:", embedder=embedder, reranker="rmm")
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder, reranker={"kind": "rmm"})
     yield mem
     mem.close()
 
@@ -49,7 +49,7 @@ def test_learned_weights_change_the_order(mem, embedder):
     # Teach W_m to map the cello text onto the query: its score rises above the pets text.
     q, t = embedder.embed([QUERY, TEXTS[3]])
     weights = Weights(np.zeros((embedder.dim, embedder.dim), np.float32), 2.0 * np.outer(q, t), 1)
-    name = WeightStore.name(mem.config.reranker_scope, "u1")
+    name = WeightStore.name(mem.config.reranker.scope, "u1")
     version, _ = mem.store.load_state(name)
     assert mem.store.save_state(name, version, weights.to_bytes())
     after = texts_of(reranker.postprocess_nodes(foreign_nodes(), query_str=QUERY))

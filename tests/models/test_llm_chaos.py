@@ -95,7 +95,8 @@ def test_a_misbehaving_llm_in_every_option(mode, tmp_path, embedder):
     llm = ChaosLLM(mode)
     baseline = threading.active_count()
     mem = ReflectiveMemory.open(str(tmp_path / "chaos.sqlite"), llm=llm, embedder=embedder,
-                                notes=True, llm_timeout=TIMEOUT, llm_workers=WORKERS)
+                                notes={"enabled": True}, stages={"llm_timeout": TIMEOUT,
+                                                                 "llm_workers": WORKERS})
     victim, bystander = "victim", "bystander"
     took: list[tuple[float, str]] = []
     bystander_errors: list[BaseException] = []
@@ -170,8 +171,9 @@ def test_hung_llm_threads_stay_bounded_over_many_sessions(tmp_path, embedder):
     llm = ChaosLLM("hangs")
     baseline = threading.active_count()
     mem = ReflectiveMemory.open(str(tmp_path / "hung.sqlite"), llm=llm, embedder=embedder,
-                                llm_timeout=0.2, llm_workers=2,
-                                segmentation="embedding", reconciliation="threshold")
+                                stages={"llm_timeout": 0.2, "llm_workers": 2,
+                                        "reconciliation": "threshold"},
+                                segmentation={"kind": "embedding"})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for s in range(40):

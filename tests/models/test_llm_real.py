@@ -37,7 +37,7 @@ def local_llm():
 
 def test_real_llm_extracts_with_valid_refs_and_merges_repeats(tmp_path, embedder, local_llm):
     mem = ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=embedder, llm=local_llm,
-                                llm_timeout=300)
+                                stages={"llm_timeout": 300})
     ids = {t.id for _, _, turns in SESSIONS for t in turns}
     for session_id, started, turns in SESSIONS:
         mem.add_session(turns, user_id="u", session_id=session_id, started_at=started)

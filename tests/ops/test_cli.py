@@ -27,7 +27,7 @@ def db(tmp_path, embedder):
     """A SQLite file with user u1: two sessions, one repeated so that a merge made versions,
     and one session appended but not yet reflected."""
     path = tmp_path / "m.sqlite"
-    mem = ReflectiveMemory.open(str(path), embedder=embedder, merge_threshold=0.9)
+    mem = ReflectiveMemory.open(str(path), embedder=embedder, stages={"merge_threshold": 0.9})
     mem.add_session(PAINTING, user_id="u1", session_id="a", started_at="2023-05-08T13:56")
     mem.add_session([Turn(t.speaker, t.text, id=t.id.replace("s1", "s3")) for t in PAINTING],
                     user_id="u1", session_id="b")
@@ -98,8 +98,8 @@ def test_export_import_round_trip_is_exact(db, tmp_path, capsys, embedder):
     fresh = str(tmp_path / "fresh.sqlite")
     code, out, _ = rmm(capsys, "--db", fresh, "import", str(out_file))
     assert code == OK and "imported u1" in out
-    a = ReflectiveMemory.open(db, embedder=embedder, session_idle_timeout=None)
-    b = ReflectiveMemory.open(fresh, embedder=embedder, session_idle_timeout=None)
+    a = ReflectiveMemory.open(db, embedder=embedder, sessions={"idle_timeout": None})
+    b = ReflectiveMemory.open(fresh, embedder=embedder, sessions={"idle_timeout": None})
     assert a.turns(user_id="u1") == b.turns(user_id="u1")
     ma, mb = a.memories(user_id="u1"), b.memories(user_id="u1")
     assert [(m.id, m.text, m.key, m.refs, m.versions) for m in ma] == \
@@ -116,7 +116,7 @@ def test_import_as_another_user_copies_within_one_store(db, embedder):
     source = open_store(db)
     records = list(export_records(source, "u1"))
     source.close()
-    mem = ReflectiveMemory.open(db, embedder=embedder, session_idle_timeout=None)
+    mem = ReflectiveMemory.open(db, embedder=embedder, sessions={"idle_timeout": None})
     summary = import_records(mem.store, records, user_id="u2")
     assert summary["user_id"] == "u2"
     one, two = mem.memories(user_id="u1"), mem.memories(user_id="u2")
@@ -203,8 +203,8 @@ def test_installed_entry_point_runs(db):
 
 @pytest.mark.backends
 def test_restore_on_every_backend(db, store_target, embedder):
-    source = ReflectiveMemory.open(db, embedder=embedder, session_idle_timeout=None)
-    target = ReflectiveMemory.open(store_target, embedder=embedder, session_idle_timeout=None)
+    source = ReflectiveMemory.open(db, embedder=embedder, sessions={"idle_timeout": None})
+    target = ReflectiveMemory.open(store_target, embedder=embedder, sessions={"idle_timeout": None})
     import_records(target.store, export_records(source.store, "u1"))
     assert target.turns(user_id="u1") == source.turns(user_id="u1")
     assert [(m.text, m.refs, m.versions) for m in target.memories(user_id="u1")] == \
@@ -260,11 +260,15 @@ def test_reflect_reflects_waiting_sessions_only_unless_open(db, capsys):
     assert any("sold my old car" in m.text for m in store.memories("u1"))
     store.close()
     code, out, _ = rmm(capsys, "reflect", "--db", db, "--open", "--set",
-                       "session_idle_timeout=60")
+                       "sessions.idle_timeout=60")
     assert code == OK and out.startswith("reflected 1 of 1 sessions")
     after = json.loads(rmm(capsys, "stats", "--db", db, "--user", "u1", "--json")[1])
     assert after["sessions_waiting"] == 0 and after["memories"] > before["memories"]
+    with pytest.warns(DeprecationWarning, match="'sessions.idle_timeout'"):  # the old name
+        assert rmm(capsys, "reflect", "--db", db, "--set", "session_idle_timeout=60")[0] == OK
     assert rmm(capsys, "reflect", "--db", db, "--set", "no_such_field=1")[0] == USAGE
+    assert rmm(capsys, "reflect", "--db", db, "--set", "sessions.no_such_field=1")[0] == USAGE
+    assert rmm(capsys, "reflect", "--db", db, "--set", "reranker.kind=magic")[0] == USAGE
     assert rmm(capsys, "reflect", "--db", db, "--set", "oops")[0] == USAGE
 
 

@@ -62,7 +62,7 @@ def test_a_list_question_reaches_every_session_within_the_budget(bank):
     hobby_turns = {f"D{n}:2" for n in range(len(HOBBIES))}
     query = "What hobbies has Ana taken up?"
     assert gathers(query)
-    whole = bank(hit_excerpts=False)
+    whole = bank(search={"excerpts": False})
     assert not hobby_turns <= _covered(whole, query, 450)  # whole hits run out of words
     whole.close()
     assert hobby_turns <= _covered(bank(), query, 450)
@@ -96,7 +96,7 @@ def test_the_first_hits_stay_whole_and_the_setting_turns_it_off(bank):
     assert all(h.excerpt_refs is None and h.memory.text in h.text for h in hits[:WHOLE])
     assert any(h.memory.text not in h.text for h in hits[WHOLE:])
     mem.close()
-    off = bank(hit_excerpts=False).search(query, user_id="u1", k=10).hits
+    off = bank(search={"excerpts": False}).search(query, user_id="u1", k=10).hits
     assert all(h.memory.text in h.text and h.refs == h.memory.refs for h in off)
 
 

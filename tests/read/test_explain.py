@@ -40,7 +40,7 @@ def test_parts_add_up_to_what_the_search_ranked_by(sample):
 def test_signal_scale_is_the_one_the_fusion_used(sample):
     """With neighbour smoothing off, the fused score is exactly the z-scored signals: the
     remainder the explanation calls `neighbours` must then be zero."""
-    mem = sample(neighbour_smoothing=0.0)
+    mem = sample(fusion={"neighbour_smoothing": 0.0})
     e = mem.search(QUERY, user_id="maya", k=5, explain=True).explanation
     assert e.rows and all(r.retrieval["neighbours"] == pytest.approx(0.0, abs=1e-4)
                           for r in e.rows)

@@ -212,7 +212,7 @@ def test_the_cache_keeps_its_byte_bound_and_evicted_users_search_as_before(tmp_p
     probe.close()
     bound = 3 * one + one // 2  # about three users' indexes
     mem = ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=embedder,
-                                cache_bytes=bound)
+                                storage={"cache_bytes": bound})
     users = [f"user{i}" for i in range(30)]
     first = {}
     for i, user in enumerate(users):

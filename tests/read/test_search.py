@@ -27,9 +27,10 @@ def searcher(tmp_path, embedder):
                                               compressor=FillerCompressor(),
                                               embedder=embedder), source="direct")
     cache = ByteLRU(2**30)
-    weights = FusionWeights(config.lexical_weight, config.dense_weight, config.turn_weight,
-                            config.neighbour_smoothing, config.assistant_weight,
-                            frozenset(s.casefold() for s in config.assistant_speakers))
+    fusion = config.fusion
+    weights = FusionWeights(fusion.lexical_weight, fusion.dense_weight, fusion.turn_weight,
+                            fusion.neighbour_smoothing, fusion.assistant_weight,
+                            frozenset(s.casefold() for s in fusion.assistant_speakers))
     yield Searcher(store, embedder, config, IndexCache(store, cache, english_stemmer()),
                    LearnedReranker(store, config, cache=cache), weights)
     store.close()

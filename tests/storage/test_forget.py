@@ -58,8 +58,9 @@ def fill(mem: ReflectiveMemory, user: str) -> None:
 
 @pytest.fixture
 def mem(store_target, embedder):
-    mem = ReflectiveMemory.open(store_target, embedder=embedder, merge_threshold=0.9,
-                                notes=True, reranker_scope="user", session_idle_timeout=None)
+    mem = ReflectiveMemory.open(store_target, embedder=embedder, stages={"merge_threshold": 0.9},
+                                notes={"enabled": True}, reranker={"scope": "user"},
+                                sessions={"idle_timeout": None})
     fill(mem, USER)
     mem.add_session([Turn("me", "Bob keeps bees on his roof.")], user_id="bob", session_id="b")
     yield mem
@@ -90,8 +91,8 @@ def test_forget_erases_every_table_and_every_per_user_state(mem, store_target):
 
 
 def test_feedback_queued_in_a_batch_is_not_logged_after_a_forget(store_target, embedder):
-    with ReflectiveMemory.open(store_target, embedder=embedder, reranker_scope="user",
-                               reranker_batch=4) as mem:
+    with ReflectiveMemory.open(store_target, embedder=embedder, reranker={"scope": "user",
+                                                                          "batch": 4}) as mem:
         mem.add_session([Turn("me", "I moved to Quokkaville.")], user_id=USER)
         res = mem.search("where do I live", user_id=USER, k=1)
         mem.feedback(res, cited=[res[0].memory.id])  # queued in memory, not yet logged
@@ -206,7 +207,8 @@ def test_a_killed_forget_leaves_each_user_whole_or_gone(store_target):
     a random moment after its first forget. Every user is then exactly as before or entirely
     gone, and every forget the child acknowledged is complete."""
     rng = random.Random(18)
-    mem = ReflectiveMemory.open(store_target, embedder=HashEmbedder(), session_idle_timeout=None)
+    mem = ReflectiveMemory.open(store_target, embedder=HashEmbedder(),
+                                sessions={"idle_timeout": None})
     outcomes = Counter()
     for round_ in range(3):
         users = [f"r{round_}-u{i}" for i in range(20)]

@@ -79,9 +79,9 @@ def _indexes(target: str) -> set[str]:
 
 @on_postgres
 def test_database_search_ranks_the_relevant_memory_first_like_in_process(open_memory):
-    ids = _fill(open_memory(search_backend="database"))  # reflection reads the bank itself
-    database = open_memory(search_backend="database")
-    process = open_memory(search_backend="process")
+    ids = _fill(open_memory(search={"backend": "database"}))  # reflection reads the bank itself
+    database = open_memory(search={"backend": "database"})
+    process = open_memory(search={"backend": "process"})
     for topic, query in QUERIES.items():
         in_db = database.search(query, user_id="u", k=3)
         assert in_db.hits[0].memory.id == ids[topic], (query, in_db.hits[0].text)
@@ -94,7 +94,7 @@ def test_database_search_ranks_the_relevant_memory_first_like_in_process(open_me
 
 @on_postgres
 def test_filters_deletes_forget_and_users_are_applied_in_sql(open_memory):
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     a = mem.add("I keep bees in the garden", user_id="u", agent_id="a", metadata={"n": 1})[0]
     b = mem.add("I keep bees on the roof", user_id="u", agent_id="b", metadata={"n": True})[0]
     c = mem.add("I keep bees at the farm", user_id="u", metadata={"n": 1.0})[0]
@@ -116,16 +116,16 @@ def test_filters_deletes_forget_and_users_are_applied_in_sql(open_memory):
 @on_postgres
 def test_search_indexes_are_created_on_open_of_an_existing_store_and_again_idempotently(
         open_memory, store_target):
-    old = open_memory(search_backend="process")  # a schema-5 store as the last release left it
+    old = open_memory(search={"backend": "process"})  # a schema-5 store as the last release left it
     ids = _fill(old)
     old.close()
     run_sql(store_target, ["DROP INDEX IF EXISTS memories_by_lexemes",
                            "DROP INDEX IF EXISTS memory_vectors_hnsw_384"])
     assert not SEARCH_INDEXES & _indexes(store_target)
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     assert SEARCH_INDEXES <= _indexes(store_target)
     assert mem.search(QUERIES["sister"], user_id="u").hits[0].memory.id == ids["sister"]
-    again = open_memory(search_backend="database")  # indexes present: nothing to do
+    again = open_memory(search={"backend": "database"})  # indexes present: nothing to do
     assert again.search(QUERIES["piano"], user_id="u").hits[0].memory.id == ids["piano"]
     new = again.add("I collect vintage fountain pens", user_id="u")[0]  # kept on write
     assert mem.search("fountain pens", user_id="u").hits[0].memory.id == new.id
@@ -192,7 +192,7 @@ def test_auto_builds_the_search_indexes_in_the_background_once_a_user_reaches_th
     mem = open_memory()  # auto
     ids = _fill(mem, "big")
     mem.add("I keep bees", user_id="small")
-    writer = open_memory(search_backend="process")  # another connection, as another server's
+    writer = open_memory(search={"backend": "process"})  # another connection, as another server's
     in_db = _database_searches(mem, monkeypatch)
     # below the threshold writes maintain no search index and searches run in process
     assert mem.search("bees", user_id="small").hits and "index:small" in loaded(mem)
@@ -246,7 +246,7 @@ def test_closing_cancels_the_build_and_a_failed_one_leaves_search_in_process_unt
         blocker.close()
     monkeypatch.delenv("PGOPTIONS")
     # the next build drops the invalid index and builds it again
-    again = open_memory(search_backend="database")
+    again = open_memory(search={"backend": "database"})
     assert _validity(store_target) == dict.fromkeys(SEARCH_INDEXES, True)
     assert again.search(QUERIES["food"], user_id="big").hits[0].memory.id == ids["food"]
 
@@ -254,12 +254,12 @@ def test_closing_cancels_the_build_and_a_failed_one_leaves_search_in_process_unt
 @on_postgres
 def test_a_store_with_the_earlier_stored_full_text_column_moves_to_the_lexeme_index(
         open_memory, store_target):
-    ids = _fill(open_memory(search_backend="process"))
+    ids = _fill(open_memory(search={"backend": "process"}))
     run_sql(store_target, [  # as the previous release built it
         "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
         "(to_tsvector('english', key)) STORED",
         "CREATE INDEX memories_tsv ON memories USING gin (tsv)"])
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     assert SEARCH_INDEXES <= _indexes(store_target) and "memories_tsv" not in _indexes(
         store_target)
     assert mem.search(QUERIES["sister"], user_id="u").hits[0].memory.id == ids["sister"]
@@ -284,14 +284,14 @@ def _lexemes(target: str) -> tuple[bool, int]:
 @on_postgres
 def test_a_store_of_the_last_release_gets_a_filled_lexemes_column_and_its_index(
         open_memory, store_target):
-    ids = _fill(open_memory(search_backend="process"))
+    ids = _fill(open_memory(search={"backend": "process"}))
     run_sql(store_target, [  # as the last release left it: lexemes computed by an expression
         "DROP TRIGGER IF EXISTS memories_lexemes ON memories",
         "DROP FUNCTION IF EXISTS memories_lexemes()",
         "ALTER TABLE memories DROP COLUMN IF EXISTS lexemes",
         "CREATE INDEX memories_lexemes ON memories USING gin (to_tsvector('english', key))"])
     assert _lexemes(store_target) == (False, 0)
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     assert _lexemes(store_target) == (True, 0)  # the rows written before it, filled
     assert SEARCH_INDEXES <= _indexes(store_target)
     assert "memories_lexemes" not in _indexes(store_target)
@@ -305,7 +305,7 @@ def test_a_store_of_the_last_release_gets_a_filled_lexemes_column_and_its_index(
 def test_a_memory_whose_key_changes_gets_its_new_lexemes(open_memory, store_target):
     import psycopg
 
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     ids = _fill(mem)
     mem.update(ids["piano"], "I play the cello in a string quartet", user_id="u")
     base, schema = split_target(store_target)
@@ -318,10 +318,10 @@ def test_a_memory_whose_key_changes_gets_its_new_lexemes(open_memory, store_targ
 
 @on_postgres
 def test_instances_opening_at_once_create_the_search_indexes_once(open_memory, store_target):
-    ids = _fill(open_memory(search_backend="process"))
+    ids = _fill(open_memory(search={"backend": "process"}))
     assert not SEARCH_INDEXES & _indexes(store_target)
     with ThreadPoolExecutor(4) as pool:  # one connection each, as separate processes have
-        mems = list(pool.map(lambda _: open_memory(search_backend="database"), range(4)))
+        mems = list(pool.map(lambda _: open_memory(search={"backend": "database"}), range(4)))
     assert SEARCH_INDEXES <= _indexes(store_target)
     for mem in mems:
         assert mem.search(QUERIES["piano"], user_id="u").hits[0].memory.id == ids["piano"]
@@ -330,7 +330,7 @@ def test_instances_opening_at_once_create_the_search_indexes_once(open_memory, s
 @on_postgres
 def test_another_process_searching_in_the_database_sees_writes_both_ways(open_memory,
                                                                          store_target):
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     mem.add("My cat Miso sleeps on the bookshelf", user_id="u")
     child = textwrap.dedent("""
         import json, sys
@@ -352,9 +352,9 @@ def test_another_process_searching_in_the_database_sees_writes_both_ways(open_me
 @pytest.mark.parametrize("store_target", ["sqlite"], indirect=True)
 def test_search_backend_setting_is_validated(store_target, embedder):
     with pytest.raises(InvalidInputError, match="search_backend='database'"):
-        ReflectiveMemory.open(store_target, embedder=embedder, search_backend="database")
+        ReflectiveMemory.open(store_target, embedder=embedder, search={"backend": "database"})
     with pytest.raises(ValidationError):
-        ReflectiveMemory.open(store_target, embedder=embedder, search_backend="server")
+        ReflectiveMemory.open(store_target, embedder=embedder, search={"backend": "server"})
     with ReflectiveMemory.open(store_target, embedder=embedder) as mem:  # auto: in process
         mem.add("I keep bees", user_id="u")
         assert mem.search("bees", user_id="u").hits and loaded(mem)
@@ -364,7 +364,7 @@ def test_search_backend_setting_is_validated(store_target, embedder):
 def test_a_user_with_a_small_share_of_the_table_is_searched_exactly(open_memory, embedder):
     """pgvector filters an HNSW scan by user after the scan: when another user's vectors
     fill it, the search falls back to an exact scan of this user's vectors."""
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     query = embedder.embed(["zebra stripes"])[0]
     rng = np.random.default_rng(0)
     crowd = query + 0.05 * rng.standard_normal((700, query.shape[0])).astype(np.float32)
@@ -404,7 +404,7 @@ def test_the_lexical_shortlist_tries_memories_holding_several_common_words_first
 def test_the_lexical_signal_is_bm25_over_the_users_bank(open_memory, embedder):
     """Lucene's idf from the user's own counts, term frequency from the tsvector's positions,
     distinct lexemes as a memory's length: a rare word outweighs a common one."""
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     texts = ["zebra garden zebra", "garden party", "garden tools shed", "quiet morning walk"]
     ids = _add_with_vectors(mem, "u", texts, np.eye(4, 384, dtype=np.float32) + 0.01)
     _add_with_vectors(mem, "other", ["zebra zebra"] * 3, np.ones((3, 384), np.float32))
@@ -429,7 +429,7 @@ def test_the_sample_is_read_once_per_bank_change_and_scored_in_the_process(open_
                                                                            monkeypatch):
     """A search z-scores its signals over a sample of the bank that the process keeps per
     bank generation: no SQL for it per search, a write makes the next search read it again."""
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((5, 3, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=2, keepdims=True)
@@ -461,7 +461,7 @@ def test_the_sample_is_read_once_per_bank_change_and_scored_in_the_process(open_
 def test_forget_leaves_no_sample_of_the_users_bank_in_the_process(open_memory):
     """The sample a process keeps to z-score in-database signals holds the bank's vectors
     and lexemes: it lives in the `cache_bytes` budget and goes with `forget`."""
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     for text in FACTS.values():
         mem.add(text, user_id="u")
     assert mem.search("marathon", user_id="u").hits
@@ -476,7 +476,7 @@ def test_the_pool_links_same_session_neighbours_across_a_deleted_memorys_gap(ope
     """A pooled memory's previous and next memory in the user's order count as neighbours
     when of its session: found by `seq` ± 1, or past the gap a deleted memory left; a
     neighbour outside the pool comes with its own signals."""
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     sessions = ["s1", "s1", "s1", "s2", "s2", "s3"]
     texts = [f"note {i} about the garden" for i in range(len(sessions))]
     rng = np.random.default_rng(1)
@@ -506,8 +506,8 @@ def test_a_memory_deleted_between_the_shortlists_keeps_the_signals_its_list_saw(
     lexical score (it was scored 0 when a later statement looked its score up)."""
     from rmm_core.storage.postgres.tx import PgTx
 
-    mem = open_memory(search_backend="database")
-    writer = open_memory(search_backend="process")
+    mem = open_memory(search={"backend": "database"})
+    writer = open_memory(search={"backend": "process"})
     texts = ["zebra garden zebra", "garden party", "garden tools shed", "quiet morning walk"]
     query = embedder.embed(["zebra garden"])[0]
     vectors = np.eye(4, 384, dtype=np.float32) + 0.01
@@ -545,7 +545,7 @@ def test_searches_have_their_own_connections_reopened_after_a_broken_link(open_m
     next; `close` closes them."""
     import psycopg
 
-    mem = open_memory(search_backend="database")
+    mem = open_memory(search={"backend": "database"})
     ids = _fill(mem)
     assert mem.search(QUERIES["dog"], user_id="u").hits[0].memory.id == ids["dog"]
     searching = mem.store._searching._conns

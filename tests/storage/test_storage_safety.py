@@ -167,10 +167,10 @@ def test_a_store_that_recorded_no_embedder_adopts_the_first_one_opened(store_tar
 @pytest.mark.parametrize("level, code", [("NORMAL", 1), ("FULL", 2)])
 def test_synchronous_is_a_setting(tmp_path, level, code):
     with ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=HashEmbedder(),
-                               synchronous=level) as mem:
+                               storage={"synchronous": level}) as mem:
         assert mem.store._conn.execute("PRAGMA synchronous").fetchone()[0] == code
     with pytest.raises(ValueError, match="synchronous"):
-        ReflectiveMemory.open(":memory:", embedder=HashEmbedder(), synchronous="OFF")
+        ReflectiveMemory.open(":memory:", embedder=HashEmbedder(), storage={"synchronous": "OFF"})
 
 
 # read-only databases ---------------------------------------------------------------------------

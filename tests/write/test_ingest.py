@@ -48,7 +48,7 @@ def test_adding_the_same_session_again_is_a_no_op_but_other_words_are_refused(st
 
 
 def test_a_session_at_its_size_limit_is_reflected_by_the_append(store, embedder):
-    intake = ingestor(store, embedder, session_max_turns=2)
+    intake = ingestor(store, embedder, sessions={"max_turns": 2})
     intake.append(TURNS[:1], user_id="u", session_id="s")
     assert store.memories("u") == []
     intake.append(TURNS[1:], user_id="u", session_id="s")
@@ -56,7 +56,7 @@ def test_a_session_at_its_size_limit_is_reflected_by_the_append(store, embedder)
 
 
 def test_reflect_pending_takes_open_sessions_only_when_asked(store, embedder):
-    intake = ingestor(store, embedder, session_idle_timeout=3600)
+    intake = ingestor(store, embedder, sessions={"idle_timeout": 3600})
     intake.append(TURNS, user_id="u", session_id="s")
     assert intake.reflect_pending() == []
     assert sorted(r for m in intake.reflect_pending(all_open=True) for r in m.refs) == \

@@ -213,8 +213,9 @@ def test_timeout_falls_back(tmp_path, embedder):
         time.sleep(2)
         return EXTRACT_1
 
-    mem = _open(tmp_path, embedder, slow, llm_timeout=0.2, segmentation="embedding",
-                reconciliation="threshold")
+    mem = _open(tmp_path, embedder, slow, stages={"llm_timeout": 0.2,
+                                                  "reconciliation": "threshold"},
+                segmentation={"kind": "embedding"})
     with pytest.warns(LLMFallbackWarning, match="did not answer within 0.2 s"):
         out = mem.add_session(SESSION_1, user_id="u", session_id="s1")
     start = time.perf_counter()
@@ -290,17 +291,18 @@ def test_openai_compatible_client_reports_server_token_counts():
 
 # settings ------------------------------------------------------------------------------------
 def test_stage_settings_are_validated(tmp_path, embedder):
-    with pytest.raises(InvalidInputError, match=r"\['embedding', 'fixed', 'incremental', 'llm'\]"):
-        _open(tmp_path, embedder, None, segmentation="magic")
+    with pytest.raises(ValueError, match="'embedding', 'fixed', 'llm' or 'incremental'"):
+        _open(tmp_path, embedder, None, segmentation={"kind": "magic"})
     with pytest.raises(InvalidInputError, match="needs an LLM"):
-        _open(tmp_path, embedder, None, extraction="llm")
+        _open(tmp_path, embedder, None, stages={"extraction": "llm"})
     with pytest.raises(InvalidInputError, match="llmlingua_model_path"):
-        _open(tmp_path, embedder, None, compression="llmlingua")
+        _open(tmp_path, embedder, None, stages={"compression": "llmlingua"})
 
 
 def test_mixed_pipeline_uses_llm_only_where_asked(tmp_path, embedder):
     llm = ScriptedLLM(extract=[EXTRACT_1])
-    mem = _open(tmp_path, embedder, llm, segmentation="embedding", reconciliation="threshold")
+    mem = _open(tmp_path, embedder, llm, segmentation={"kind": "embedding"},
+                stages={"reconciliation": "threshold"})
     mem.add_session(SESSION_1, user_id="u", session_id="s1")
     assert llm.tasks() == ["extract"]
     mem.close()
@@ -412,7 +414,8 @@ def test_an_llm_raising_its_own_timeout_error_is_a_failed_call():
 
 def test_respond_counts_its_llm_call_and_types_a_failure(tmp_path, embedder):
     llm = ScriptedLLM(extract=[EXTRACT_1], cite=["Ann adopted Rex [1]."])
-    mem = _open(tmp_path, embedder, llm, segmentation="embedding", reconciliation="threshold")
+    mem = _open(tmp_path, embedder, llm, segmentation={"kind": "embedding"},
+                stages={"reconciliation": "threshold"})
     mem.add_session(SESSION_1, user_id="u", session_id="s1")
     before = mem.usage(user_id="u")
     assert mem.respond("Who is Rex?", user_id="u").cited
@@ -431,7 +434,7 @@ def test_long_llm_summary_becomes_memories_that_fit_a_hit(tmp_path, embedder):
     llm = ScriptedLLM(segment=['[{"start": 0, "end": 3}]'],
                       extract=[json.dumps({"Ann": [{"summary": summary, "reference": [0, 2]}],
                                            "Bob": "NO_TRAIT"})])
-    mem = _open(tmp_path, embedder, llm, max_hit_words=60)
+    mem = _open(tmp_path, embedder, llm, search={"max_hit_words": 60})
     memories = mem.add_session(SESSION_1, user_id="u", session_id="s1",
                                started_at=datetime(2023, 5, 8))
     assert "most 57 words" in llm.calls[1].prompt
@@ -458,7 +461,7 @@ def test_llm_merge_too_long_for_a_hit_adds_instead(tmp_path, embedder):
     llm = ScriptedLLM(segment=['[{"start": 0, "end": 2}, {"start": 3, "end": 3}]'],
                       extract=[EXTRACT_1, EXTRACT_2],
                       reconcile=[f"N1: Merge(0, {long_merge})"])
-    mem = _open(tmp_path, embedder, llm, max_hit_words=40)
+    mem = _open(tmp_path, embedder, llm, search={"max_hit_words": 40})
     mem.add_session(SESSION_1, user_id="u", session_id="s1")
     (added,) = mem.add_session(SESSION_2, user_id="u", session_id="s2")
     assert "most 37 words" in llm.calls[-1].prompt

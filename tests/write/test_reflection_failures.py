@@ -39,7 +39,7 @@ class PoisonedCompressor(FillerCompressor):
 
 def _open(target, embedder, compressor, **settings) -> ReflectiveMemory:
     return ReflectiveMemory.open(target, embedder=embedder, compressor=compressor,
-                                 reflection_retry_delay=0, **settings)
+                                 **{"sessions.reflection_retry_delay": 0, **settings})
 
 
 VICTIM = [Turn("Ann", f"My {POISON} plush toy is called Stripes.", "v:1"),
@@ -48,7 +48,7 @@ VICTIM = [Turn("Ann", f"My {POISON} plush toy is called Stripes.", "v:1"),
 
 def test_a_failed_reflection_is_recorded_and_spares_others(store_target, embedder, capsys):
     compressor = PoisonedCompressor()
-    mem = _open(store_target, embedder, compressor, session_idle_timeout=0.5)
+    mem = _open(store_target, embedder, compressor, sessions={"idle_timeout": 0.5})
     with pytest.raises(ReflectionError, match="compressor crashed"):
         mem.add_session(VICTIM, user_id="victim", session_id="v")
     state = mem.store.session("victim", "v")
@@ -91,7 +91,7 @@ def test_a_failed_reflection_is_recorded_and_spares_others(store_target, embedde
 
 
 def test_a_size_triggered_reflection_failure_does_not_fail_the_append(store_target, embedder):
-    mem = _open(store_target, embedder, PoisonedCompressor(), session_max_turns=2)
+    mem = _open(store_target, embedder, PoisonedCompressor(), sessions={"max_turns": 2})
     stored = mem.append(VICTIM, user_id="victim", session_id="v")
     assert [t.id for t in stored] == ["v:1", "v:2"]
     assert mem.store.session("victim", "v").failures == 1
@@ -123,7 +123,7 @@ def _downgrade_to_schema_3(target: str) -> None:
 
 def test_a_notes_failure_after_the_commit_is_recorded_and_retried(store_target, embedder,
                                                                   monkeypatch):
-    mem = ReflectiveMemory.open(store_target, embedder=embedder, notes=True)
+    mem = ReflectiveMemory.open(store_target, embedder=embedder, notes={"enabled": True})
 
     def down(*args, **kwargs):
         raise ConnectionError("store went away while writing notes")

@@ -87,7 +87,7 @@ def test_a_fact_added_directly_is_dated_as_of_now(open_memory):
 
 
 def test_a_dated_fact_still_fits_its_passages(open_memory):
-    mem = open_memory(max_hit_words=20)
+    mem = open_memory(search={"max_hit_words": 20})
     fact = ("I moved to Berlin yesterday and started a new job last week. "
             "Two weeks ago I sold my car and last month I finished my course.")
     memories = mem.add(fact, user_id="u1")

@@ -87,7 +87,7 @@ def test_one_word_turns_group_up_to_the_budget():
 
 @pytest.fixture
 def mem(open_memory):
-    return open_memory(max_hit_words=100)
+    return open_memory(search={"max_hit_words": 100})
 
 
 def test_hits_fit_max_hit_words_and_refs_name_only_turns_the_text_carries(mem):
@@ -111,12 +111,12 @@ def test_hits_fit_max_hit_words_and_refs_name_only_turns_the_text_carries(mem):
 
 
 def test_a_merge_that_would_pass_the_budget_adds_instead(open_memory):
-    mem = open_memory(max_hit_words=20)
+    mem = open_memory(search={"max_hit_words": 20})
     session = [Turn("Ana", "I adopted a beagle called Biscuit and he loves long walks.")]
     mem.add_session(session, user_id="ana")
     mem.add_session(session, user_id="ana")  # the same text again: a near-duplicate
     assert [len(m.text.split()) <= 17 for m in mem.memories(user_id="ana")] == [True, True]
-    roomy = open_memory(max_hit_words=200)
+    roomy = open_memory(search={"max_hit_words": 200})
     roomy.add_session(session, user_id="bo")
     roomy.add_session(session, user_id="bo")
     assert len(roomy.memories(user_id="bo")) == 1  # it fits: merged as before
@@ -132,15 +132,16 @@ def test_the_users_own_words_rank_above_the_assistants_answer_on_the_same_subjec
                Turn("assistant", answer, id="a1"),
                Turn("user", "Also, I deploy the app on Render.", id="u2")]
     query = "When does my first sprint end?"
-    fusion = {"reranker": "none"}  # the hand-set fusion alone (the learned one has its own)
-    plain = open_memory(assistant_weight=0.0, **fusion)
+    hand_set = {"reranker": {"kind": "none"}}  # the fusion alone (the learned one has its own)
+    plain = open_memory(fusion={"assistant_weight": 0.0}, **hand_set)
     plain.add_session(session, user_id="craig")
     assert plain.search(query, user_id="craig", k=1)[0].refs == ["a1"]
-    mem = open_memory(**fusion)
+    mem = open_memory(**hand_set)
     hits = mem.search(query, user_id="craig", k=10)
     assert hits[0].refs == ["u1"]
     assert "a1" in {r for h in hits for r in h.refs}  # ranked lower, not dropped
-    named = open_memory(assistant_speakers=["bot"], **fusion)  # no prior for "assistant"
+    # no prior for "assistant"
+    named = open_memory(fusion={"assistant_speakers": ["bot"]}, **hand_set)
     assert named.search(query, user_id="craig", k=1)[0].refs == ["a1"]
 
 
@@ -148,10 +149,10 @@ def test_the_assistant_prior_holds_for_turns_of_an_open_session(open_memory):
     """Turns not yet reflected (provisional hits) are lowered like the assistant's memories."""
     answer = " ".join(["Your first sprint ends on March 29, so the first sprint's login work "
                        "must be done before the first sprint ends on March 29."] * 8)
-    mem = open_memory(assistant_weight=3.0)
+    mem = open_memory(fusion={"assistant_weight": 3.0})
     mem.append([Turn("user", "Login is what I work on until March 29.", id="u1"),
                 Turn("assistant", answer, id="a1")], user_id="craig", session_id="s1")
     hits = mem.search("When does my first sprint end?", user_id="craig", k=5)
     assert [h.refs for h in hits[:2]] == [["u1"], ["a1"]]
-    plain = open_memory(assistant_weight=0.0)
+    plain = open_memory(fusion={"assistant_weight": 0.0})
     assert plain.search("When does my first sprint end?", user_id="craig", k=1)[0].refs == ["a1"]

@@ -113,8 +113,9 @@ def test_build_pipeline_without_an_llm_is_llm_free():
     assert isinstance(pipe.extractor, SegmentExtractor)
     assert isinstance(pipe.compressor, FillerCompressor)
     assert isinstance(pipe.reconciler, ThresholdReconciler)
-    assert pipe.reconciler.threshold == MemoryConfig().merge_threshold
-    fixed = build_pipeline(MemoryConfig(segmentation="fixed", compression="identity"))
+    assert pipe.reconciler.threshold == MemoryConfig().stages.merge_threshold
+    fixed = build_pipeline(MemoryConfig(segmentation={"kind": "fixed"},
+                                        stages={"compression": "identity"}))
     assert isinstance(fixed.segmenter, FixedSegmenter)
     assert isinstance(fixed.compressor, IdentityCompressor)
 
@@ -125,15 +126,16 @@ def test_build_pipeline_with_an_llm_uses_the_papers_stages_metered():
     assert isinstance(pipe.extractor, LLMExtractor)
     assert isinstance(pipe.reconciler, LLMReconciler)
     assert isinstance(pipe.extractor.llm, MeteredLLM)
-    mixed = build_pipeline(MemoryConfig(segmentation="embedding"), lambda prompt: "unused")
+    mixed = build_pipeline(MemoryConfig(segmentation={"kind": "embedding"}),
+                           lambda prompt: "unused")
     assert isinstance(mixed.segmenter, EmbeddingSegmenter)
 
 
 def test_build_pipeline_rejects_unknown_stages_and_llm_stages_without_an_llm():
-    with pytest.raises(InvalidInputError, match=r"choose one of \['embedding', 'fixed'"):
-        build_pipeline(MemoryConfig(segmentation="texttiling"))
-    with pytest.raises(InvalidInputError, match="needs an LLM"):
-        build_pipeline(MemoryConfig(extraction="llm"))
+    with pytest.raises(ValueError, match="'embedding', 'fixed', 'llm' or 'incremental'"):
+        build_pipeline(MemoryConfig(segmentation={"kind": "texttiling"}))
+    with pytest.raises(InvalidInputError, match="stages.extraction=\"llm\" needs an LLM"):
+        build_pipeline(MemoryConfig(stages={"extraction": "llm"}))
 
 
 # reflect --------------------------------------------------------------------------------------
