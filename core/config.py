@@ -120,6 +120,10 @@ class StagesConfig(_Group):
                                                                     "llm with an LLM.")
     merge_threshold: float = Field(0.92, ge=0.0, le=1.0,
                                    description="Cosine above which LLM-free reconcile merges.")
+    judge_changes: bool = Field(
+        False, description="With an LLM: one call per batch of written memories confirms or "
+                           "rejects the changes the supersession rules found and judges the "
+                           "nearest earlier memories they passed over (needs supersession).")
     llmlingua_model_path: str | None = Field(
         None, description="Local folder of an LLMLingua-2 model (compression='llmlingua').")
     llm_timeout: float | None = Field(120.0, gt=0, description="Seconds allowed per LLM call.")

@@ -42,6 +42,7 @@ from .write.compress import Compressor
 from .write.extract import Extractor
 from .write.facts import fact_memories, rewritten
 from .write.ingest import Ingestor, TurnLike
+from .write.judge import judge_for
 from .write.pipeline import build_pipeline
 from .write.reconcile import Reconciler
 from .write.reflect import Pipeline, Reflector
@@ -104,9 +105,9 @@ class ReflectiveMemory:
         self._reranker = LearnedReranker(store, self.config, cache=self._cache)
         self._search = Searcher(store, self.embedder, self.config, self._indexes,
                                 self._reranker, self._weights)
-        self._supersede = Supersession(store, self._search.similar,
-                                       assistants=self.config.fusion.assistant_speakers) \
-            if self.config.supersession else None
+        self._supersede = Supersession(
+            store, self._search.similar, assistants=self.config.fusion.assistant_speakers,
+            judge=judge_for(self.config, self.llm)) if self.config.supersession else None
         self._reflector.supersede = self._supersede
         self._ingest = Ingestor(store, self.config, self._reflector)
         check_embedder(store, self.embedder)

@@ -57,6 +57,24 @@ N<number>: Merge(<stored number>, <merged summary>)
 N<number>: Update(<stored number>, <new summary>)
 """
 
+JUDGE_CHANGES = """You keep a bank of memories about people true to the present.
+Each pair below shows an EARLIER memory and a LATER one, with the day each was said. Decide
+what the LATER memory does to the EARLIER one:
+- supersedes: something the earlier one says is no longer true because of it (the person
+  moved, changed jobs, a date, time, amount or count changed, a habit or preference
+  stopped);
+- conflicts: both cannot be true, and nothing says one replaced the other;
+- none: both can still hold (the same fact again, a related fact, another person's fact, a
+  plan, a wish or a question, a visit rather than a move).
+
+{pairs}
+
+Answer with exactly one line per pair and nothing else, each in the form
+P<number>: supersedes
+P<number>: conflicts
+P<number>: none
+"""
+
 SEGMENT = """Split the conversation below into topically coherent segments. A segment is a
 run of consecutive turns about one topic; a new segment begins where the topic changes.
 Turns are numbered 0 to {last}. Every turn belongs to exactly one segment, in order.

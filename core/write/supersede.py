@@ -23,13 +23,16 @@ import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..storage.base import Store
 from ..types import FactChange, Memory, as_utc
 from .claims import SINGLE_VALUED, Claim, Value, claims
+
+if TYPE_CHECKING:
+    from .judge import ChangeJudge
 
 log = logging.getLogger("rmm_core.write.supersede")
 
@@ -111,9 +114,12 @@ class Supersession:
     the rules decide (`find_changes`); the store records it (`Store.record_changes`)."""
 
     def __init__(self, store: Store, similar: Similar, *, candidates: int = 12,
-                 assistants: Collection[str] = ("assistant",)) -> None:
+                 assistants: Collection[str] = ("assistant",),
+                 judge: ChangeJudge | None = None) -> None:
         self.store, self.similar, self.candidates = store, similar, candidates
         self.assistants = tuple(sorted(assistants))
+        self.judge = judge
+        """With an LLM: confirms the rules' changes and looks at what they passed over."""
 
     def __call__(self, user_id: str, new: Sequence[Memory],
                  known: Sequence[FactChange] = ()) -> list[Memory]:
@@ -134,25 +140,31 @@ class Supersession:
         changing = {m.id: [c for c in _claims(m.text, tuple(m.speakers or ["user"]),
                                               self.assistants) if _may_change(c)]
                     for m in new}
-        found = find_changes(new, self._earlier(user_id, new, changing),
-                             assistants=self.assistants) if any(changing.values()) else []
+        found: list[FactChange] = []
+        if any(changing.values()):
+            earlier, nearest = self._earlier(user_id, new, changing)
+            found = find_changes(new, earlier, assistants=self.assistants)
+            if self.judge is not None:
+                found = self.judge(found, nearest, {m.id: m for m in [*earlier, *new]})
         changes = [*known, *(c for c in found if c.old_id not in decided)]
         return self.store.record_changes(user_id, changes) if changes else []
 
-    def _earlier(self, user_id: str, new: Sequence[Memory],
-                 changing: dict[str, list[Claim]]) -> list[Memory]:
+    def _earlier(self, user_id: str, new: Sequence[Memory], changing: dict[str, list[Claim]]
+                 ) -> tuple[list[Memory], dict[str, list[str]]]:
         """The stored memories near the `new` ones that may change something (by meaning,
-        and by the words of their changing claims), of their scope."""
+        and by the words of their changing claims), of their scope; and for each such new
+        memory, the ids of its current ones, nearest first."""
         asking = [m for m in new if changing[m.id]]
         vectors = self.store.memory_vectors(user_id, [m.id for m in asking])
-        wanted = dict.fromkeys(
-            mid for m in asking if m.id in vectors
-            for mid in self.similar(user_id, " ".join(c.text for c in changing[m.id]),
-                                    vectors[m.id][0], m.metadata, self.candidates)
-            if mid not in changing)
+        near = {m.id: [mid for mid in self.similar(
+            user_id, " ".join(c.text for c in changing[m.id]), vectors[m.id][0], m.metadata,
+            self.candidates) if mid not in changing] for m in asking if m.id in vectors}
+        wanted = dict.fromkeys(mid for ids in near.values() for mid in ids)
         scope = {tuple(sorted(m.metadata.items(), key=str)) for m in new}
-        return [m for m in self.store.memories(user_id, list(wanted), with_versions=False)
-                if tuple(sorted(m.metadata.items(), key=str)) in scope]
+        earlier = [m for m in self.store.memories(user_id, list(wanted), with_versions=False)
+                   if tuple(sorted(m.metadata.items(), key=str)) in scope]
+        current = {m.id for m in earlier if not m.superseded_by}
+        return earlier, {new_id: [i for i in ids if i in current] for new_id, ids in near.items()}
 
 
 def _compare(new: Memory, new_claims: list[Claim], old: Memory, old_claims: list[Claim],

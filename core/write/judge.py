@@ -1,0 +1,106 @@
+"""An LLM's verdict on what newly written memories change: one call per batch of written
+memories (a reflected session, an `add`), over the changes the rules found and the nearest
+earlier memories they passed over. Without an answer the rules' changes stand."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..config import MemoryConfig
+from ..errors import InvalidInputError
+from ..models import prompts
+from ..models.llm import metered
+from ..models.parse import ParseError, ask, with_fallback
+from ..read.context import format_date
+from ..types import FactChange, Memory
+
+PASSED_OVER = 2
+"""Nearest earlier memories per changing new memory shown beside the rules' findings."""
+MAX_PAIRS = 16
+"""Most pairs in one call: the prompt stays short enough for a small local model."""
+VERDICTS = ("supersedes", "conflicts", "none")
+
+_LINE = re.compile(r"^\W*P\s*(\d+)\s*[:.)\-]\s*\W*(supersedes|conflicts|none)\b", re.I)
+
+
+def judge_for(config: MemoryConfig, llm: Any | None) -> ChangeJudge | None:
+    """The judge `stages.judge_changes` asks for (None when it is off)."""
+    if not config.stages.judge_changes:
+        return None
+    if llm is None:
+        raise InvalidInputError("stages.judge_changes needs an LLM: pass llm= to "
+                                "ReflectiveMemory.open, or leave it off")
+    return ChangeJudge(llm)
+
+
+class ChangeJudge:
+    """Asks an LLM, in one call, which of the candidate pairs are changes."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = metered(llm)
+
+    def __call__(self, found: Sequence[FactChange], nearest: Mapping[str, Sequence[str]],
+                 memories: Mapping[str, Memory]) -> list[FactChange]:
+        """The changes to record: the rules' `found` ones the LLM confirms, and those it
+        finds among `nearest` (new memory id -> earlier ids, nearest first)."""
+        pairs = _pairs(found, nearest)
+        if not pairs:
+            return list(found)
+        prompt = prompts.JUDGE_CHANGES.format(pairs="\n\n".join(
+            f"P{k + 1}:\n  EARLIER ({_said(memories[old])}): {memories[old].text}\n"
+            f"  LATER ({_said(memories[new])}): {memories[new].text}"
+            for k, (old, new) in enumerate(pairs)))
+        verdicts = with_fallback("supersession judge",
+                                 lambda: ask(self.llm, prompt,
+                                             lambda a: parse_verdicts(a, len(pairs))),
+                                 lambda: None)
+        if verdicts is None:
+            return list(found)
+        by_pair = {(c.old_id, c.new_id): c for c in found}
+        out = [c for c in found if (c.old_id, c.new_id) not in pairs]
+        for k, (old, new) in enumerate(pairs):
+            verdict = verdicts.get(k)
+            if verdict is None:  # not answered: the rules' verdict stands
+                out += [by_pair[(old, new)]] if (old, new) in by_pair else []
+            elif verdict != "none":
+                rules = by_pair.get((old, new))
+                same = rules is not None and rules.kind == verdict
+                out.append(FactChange(
+                    old, new, memories[new].valid_from, verdict,
+                    rules.part if same else None,
+                    (rules.by if same else memories[new].text) if verdict == "supersedes"
+                    else None, ("llm",)))
+        return out
+
+
+def parse_verdicts(answer: str, n: int) -> dict[int, str]:
+    """`{pair index: verdict}` from `P1: supersedes` lines; a pair out of range is an error
+    (the LLM is asked again), a pair left out keeps the rules' verdict."""
+    verdicts: dict[int, str] = {}
+    for line in answer.splitlines():
+        found = _LINE.match(line.strip().strip("`*"))
+        if not found:
+            continue
+        k = int(found.group(1))
+        if not 1 <= k <= n:
+            raise ParseError(f"P{k} is not a pair; they are P1 to P{n}")
+        verdicts[k - 1] = found.group(2).lower()
+    if not verdicts:
+        raise ParseError("no verdict lines found; write one line per pair such as "
+                         "'P1: supersedes', 'P2: conflicts' or 'P3: none'")
+    return verdicts
+
+
+def _pairs(found: Sequence[FactChange], nearest: Mapping[str, Sequence[str]]
+           ) -> list[tuple[str, str]]:
+    """(old id, new id): the rules' findings first, then the passed-over nearest ones."""
+    pairs = list(dict.fromkeys((c.old_id, c.new_id) for c in found))
+    for new, olds in nearest.items():
+        pairs += [(old, new) for old in olds[:PASSED_OVER] if (old, new) not in pairs]
+    return pairs[:MAX_PAIRS]
+
+
+def _said(memory: Memory) -> str:
+    return format_date(memory.valid_from)
