@@ -70,7 +70,8 @@ def assert_embeds_in_batches(folder: Path, framework: Any, calls: list[Any], nam
     `calls` cleared."""
     with ReflectiveMemory.open(str(folder / "m.sqlite"), embedder=framework) as mem:
         assert calls == [[PROBE_TEXT]]  # it states no dimension: probed once
-        assert mem.embedder.dim == 384 and mem.embedder.name == name
+        assert mem.embedder.dim == 384
+        assert mem.embedder.name == name
         mem.add_session(SESSION, user_id="u1", session_id="s1")
         mem.search(QUERIES[0], user_id="u1")
         wrapper = mem.embedder

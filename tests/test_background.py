@@ -17,5 +17,5 @@ def test_a_background_call_has_started_when_it_is_handed_back():
     assert future.running()
     release.set()
     assert future.result(10) is True
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="invalid literal"):
         in_background(int, "not a number").result(10)

@@ -144,7 +144,8 @@ def test_store_property_every_accepted_turn_is_kept_and_reflected_once(mem, text
     refs = [r for m in mem.memories(user_id=user) for r in m.refs]
     assert len(refs) == len(set(refs)) == len(mem.turns(user_id=user))
     mem.forget(user_id=user)
-    assert mem.turns(user_id=user) == [] and mem.memories(user_id=user) == []
+    assert mem.turns(user_id=user) == []
+    assert mem.memories(user_id=user) == []
 
 
 # property tests of the LLM-output parsers ----------------------------------------------------
@@ -166,7 +167,8 @@ def test_parse_topics_returns_valid_topics_or_parse_error(answer, n):
     except ParseError:
         return
     for speaker, summary, positions in topics:
-        assert speaker in ("Ann", "Bob") and summary.strip()
+        assert speaker in ("Ann", "Bob")
+        assert summary.strip()
         assert all(isinstance(p, int) and 0 <= p < n for p in positions)
 
 
@@ -181,7 +183,8 @@ def test_parse_actions_returns_in_range_actions_or_parse_error(answer, n_new, n_
         actions = parse_actions(answer, n_new, n_stored)
     except ParseError:
         return
-    assert actions and all(0 <= k < n_new for k in actions)
+    assert actions
+    assert all(0 <= k < n_new for k in actions)
     for value in actions.values():
         assert value is None or (value.kind in ("merge", "update")
                                  and 0 <= value.stored < n_stored and value.text.strip())

@@ -34,7 +34,8 @@ def open_mem(target: str) -> ReflectiveMemory:
 def assert_reflected_once(mem: ReflectiveMemory, user: str, expected: set[str]) -> None:
     assert {t.id for t in mem.turns(user_id=user)} == expected
     refs = Counter(r for m in mem.memories(user_id=user) for r in m.refs)
-    assert set(refs) == expected and max(refs.values()) == 1
+    assert set(refs) == expected
+    assert max(refs.values()) == 1
 
 
 def run_parallel(jobs) -> None:

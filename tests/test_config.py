@@ -111,7 +111,8 @@ def test_updated_merges_into_groups_instead_of_replacing_them():
     base = MemoryConfig(reranker={"kind": "rmm", "seed": 3})
     new = base.updated(reranker={"scope": "user"}, **{"search.candidates": 5})
     assert (new.reranker.kind, new.reranker.seed, new.reranker.scope) == ("rmm", 3, "user")
-    assert new.search.candidates == 5 and base.search.candidates == 20
+    assert new.search.candidates == 5
+    assert base.search.candidates == 20
 
 
 def test_open_takes_groups_dotted_and_old_names_over_a_config():
@@ -192,7 +193,8 @@ def test_assigning_a_field_keeps_every_group_a_model():
     config.supersession = False
     config.reranker = {"kind": "rmm"}
     config.fusion.turn_weight = 0.0
-    assert isinstance(config.search, SearchConfig) and config.search.candidates == 4
+    assert isinstance(config.search, SearchConfig)
+    assert config.search.candidates == 4
     assert (config.reranker.kind, config.fusion.turn_weight) == ("rmm", 0.0)
     with pytest.raises(ValidationError):
         config.search.candidates = 0

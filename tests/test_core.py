@@ -36,14 +36,18 @@ ADOPTION = [
 def test_add_session_and_search_returns_hits_with_text_and_refs(open_memory):
     mem = open_memory()
     created = mem.add_session(PAINTING, user_id="u1", started_at=datetime(2023, 5, 8))
-    assert created and all(isinstance(m, Memory) for m in created)
+    assert created
+    assert all(isinstance(m, Memory) for m in created)
     mem.add_session(ADOPTION, user_id="u1", started_at="2023-06-01")
     res = mem.search("Which agency is Caroline using to adopt?", user_id="u1", k=1)
-    assert isinstance(res, SearchResult) and len(res) == 1
+    assert isinstance(res, SearchResult)
+    assert len(res) == 1
     hit = res[0]
     assert isinstance(hit, MemoryHit)
-    assert set(hit.refs) <= {"s2:1", "s2:2", "s2:3", "s2:4"} and "s2:3" in hit.refs
-    assert "LGBTQ-friendly agency" in hit.text and hit.text.startswith("[1 June 2023]")
+    assert set(hit.refs) <= {"s2:1", "s2:2", "s2:3", "s2:4"}
+    assert "s2:3" in hit.refs
+    assert "LGBTQ-friendly agency" in hit.text
+    assert hit.text.startswith("[1 June 2023]")
     assert hit.memory.id in {m.id for m in mem.memories(user_id="u1")}
 
 
@@ -114,7 +118,8 @@ def test_ended_but_unreflected_session_recovers_exactly_once(open_memory, monkey
     monkeypatch.undo()
     assert mem.memories(user_id="u1") == []
     state = mem.store.session("u1", "t1")
-    assert state.failures == 1 and "power cut" in state.last_error
+    assert state.failures == 1
+    assert "power cut" in state.last_error
     mem.close()
     first = open_memory()
     n = len(first.memories(user_id="u1"))
@@ -139,7 +144,8 @@ def test_near_duplicate_is_merged_with_version_history(open_memory):
     assert len(memories) == len(first)
     target = next(m for m in memories if m.id == merged[0].id)
     assert len(target.versions) == 2
-    assert target.versions[0].reason == "created" and target.versions[1].reason == "merged"
+    assert target.versions[0].reason == "created"
+    assert target.versions[1].reason == "merged"
     assert target.versions[0].text in target.text  # the earlier text is kept, not replaced
     assert {"s1:1", "s3:1"} <= set(target.refs)
     assert target.session_ids == ["a", "b"]
@@ -153,9 +159,11 @@ def test_user_isolation(open_memory):
     assert {r for m in mem.memories(user_id="bob") for r in m.refs} == {
         "s2:1", "s2:2", "s2:3", "s2:4"}
     mem.forget(user_id="bob")
-    assert mem.memories(user_id="bob") == [] and mem.turns(user_id="bob") == []
+    assert mem.memories(user_id="bob") == []
+    assert mem.turns(user_id="bob") == []
     assert len(mem.search("adopt", user_id="bob")) == 0
-    assert mem.memories(user_id="alice") and mem.turns(user_id="alice")
+    assert mem.memories(user_id="alice")
+    assert mem.turns(user_id="alice")
 
 
 def test_same_turn_ids_in_two_users_do_not_clash(open_memory):
@@ -212,7 +220,8 @@ def test_control_characters_and_a_megabyte_turn_are_kept(open_memory):
     big = "word " * 200_000  # 1 MB
     mem.add_session([Turn("a", weird), Turn("b", big)], user_id="u1", session_id="s")
     log = mem.turns(user_id="u1")
-    assert log[0].text == weird and log[1].text == big
+    assert log[0].text == weird
+    assert log[1].text == big
     assert mem.search("unicode bell", user_id="u1", k=1)[0].refs
 
 
@@ -269,5 +278,6 @@ def test_a_memory_gone_since_the_index_snapshot_drops_out_of_search(open_memory,
     res = mem.search(query, user_id="u1", k=5)
     assert gone not in {c.memory.id for c in res.candidates}
     before = {c.memory.id: c.score for c in full.candidates}
-    assert res.candidates and all(c.score == before[c.memory.id] for c in res.candidates)
+    assert res.candidates
+    assert all(c.score == before[c.memory.id] for c in res.candidates)
     assert [c.rank for c in res.candidates] == list(range(len(res.candidates)))

@@ -15,5 +15,6 @@ def test_all_is_pinned():
 def test_every_name_resolves_to_a_class_of_that_name():
     for name in EXPECTED:
         value = getattr(rmm_core, name)
-        assert isinstance(value, type) and value.__name__ == name
+        assert isinstance(value, type)
+        assert value.__name__ == name
         assert value.__module__.startswith("rmm_core.")

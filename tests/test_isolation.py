@@ -39,7 +39,8 @@ def test_reads_see_only_the_callers_data(two):
         assert all(t.id.startswith(me) for t in two.turns(user_id=me, session_id="s"))
         assert all(r.startswith(me) for m in two.memories(user_id=me) for r in m.refs)
         hits = two.search("bees honey market", user_id=me, k=20)
-        assert hits and all(r.startswith(me) for h in hits for r in h.refs)
+        assert hits
+        assert all(r.startswith(me) for h in hits for r in h.refs)
         assert all(h.memory.user_id == me for h in hits.candidates)
     assert len(two.search("bees", user_id="carol", k=5)) == 0
 

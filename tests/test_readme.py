@@ -30,6 +30,8 @@ def test_ten_line_example_runs_twice_on_the_same_file(tmp_path):
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]
     first, second = (run.stdout.splitlines() for run in runs)
-    assert first and first == second  # the second run added nothing: the same one hit
+    assert first
+    assert first == second
     score, refs = re.match(r"([\d.]+) (\[.*?\])", first[0]).groups()
-    assert 0.0 < float(score) <= 1.0 and refs == "['D1:3', 'D1:4']"
+    assert 0.0 < float(score) <= 1.0
+    assert refs == "['D1:3', 'D1:4']"

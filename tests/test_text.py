@@ -31,11 +31,14 @@ def test_content_words_drop_function_words_and_keep_any_script():
 
 
 def test_counters_and_clip():
-    assert count_tokens("abcd" * 5) == 5 and count_words(" two  words ") == 2
-    assert as_counter("words") is count_words and as_counter(len) is len
+    assert count_tokens("abcd" * 5) == 5
+    assert count_words(" two  words ") == 2
+    assert as_counter("words") is count_words
+    assert as_counter(len) is len
     with pytest.raises(InvalidInputError, match="tokens"):
         as_counter("bytes")
     assert clip("short  text", 20) == "short text"
     long = clip("word " * 100, 30)
-    assert len(long) == 30 and long.endswith(" …")
+    assert len(long) == 30
+    assert long.endswith(" …")
     assert clip("a\nb", 10, flatten=False) == "a\nb"

@@ -144,7 +144,8 @@ def test_lone_surrogates_are_typed_errors_and_write_nothing(mem):
     for call in calls:
         with pytest.raises(InvalidInputError, match="surrogate"):
             call()
-    assert mem.turns(user_id="u") == before and mem.store.users() == ["u"]
+    assert mem.turns(user_id="u") == before
+    assert mem.store.users() == ["u"]
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf"), 1e20, -1e20])
@@ -170,7 +171,8 @@ def test_a_huge_query_is_cut_to_max_query_chars(mem):
     started = time.perf_counter()
     result = mem.search(query, user_id="u")
     assert time.perf_counter() - started < 5.0
-    assert result.query == query[:10_000] and result.hits
+    assert result.query == query[:10_000]
+    assert result.hits
     mem.config.search.max_query_chars = 100
     assert mem.search(query, user_id="u").query == query[:100]
 
@@ -272,12 +274,15 @@ def test_every_public_method_takes_any_text(mem):
             runs["async rounds"] += 1
             _outcome(lambda: asyncio.run(_async_twins(mem, text, other)))
         if _ok(_outcome(lambda: mem.forget(user_id=user))):
-            assert mem.turns(user_id=user) == [] and mem.memories(user_id=user) == []
+            assert mem.turns(user_id=user) == []
+            assert mem.memories(user_id=user) == []
 
     drive()
     print(f"\nunicode suite: {dict(runs)}; words drawn per kind: {dict(SEEN)}")
     assert set(SEEN) == set(ALPHABETS)
-    assert runs["accepted"] and runs["searches with hits"] and runs["async rounds"]
+    assert runs["accepted"]
+    assert runs["searches with hits"]
+    assert runs["async rounds"]
 
 
 async def _async_twins(mem: ReflectiveMemory, text: str, other: str) -> None:

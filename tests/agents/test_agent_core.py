@@ -30,12 +30,14 @@ def _texts(result) -> list[str]:
 def test_a_fact_is_a_memory_at_once_with_direct_provenance(open_memory):
     mem = open_memory()
     [fact] = mem.add("I am allergic to peanuts.", user_id="u", metadata={"kind": "health"})
-    assert fact.text == "I am allergic to peanuts." and fact.refs == []
+    assert fact.text == "I am allergic to peanuts."
+    assert fact.refs == []
     assert fact.metadata == {"kind": "health"}
     assert [(v.version, v.reason, v.source) for v in fact.versions] == [(1, "created", "direct")]
     assert mem.turns(user_id="u") == []  # no turn logged, nothing left to reflect
     hits = mem.search("Which food allergy do I have?", user_id="u")
-    assert hits[0].memory.id == fact.id and "[" in hits[0].text  # dated like any memory
+    assert hits[0].memory.id == fact.id
+    assert "[" in hits[0].text
     mem.close()
     reopened = open_memory()
     assert reopened.get(fact.id, user_id="u").metadata == {"kind": "health"}
@@ -66,7 +68,8 @@ def test_messages_in_every_common_form_are_one_session(open_memory):
     assert [t.speaker for t in turns] == ["system", "user", "assistant", "user", "assistant",
                                           "user", "assistant"]
     assert turns[2].text == "Lisbon is lovely."
-    assert added and all(m.metadata == {"agent_id": "helper"} for m in added)
+    assert added
+    assert all(m.metadata == {"agent_id": "helper"} for m in added)
     assert mem.search("Where does Mia work?", user_id="u", agent_id="helper")
     # the same forms go through append
     mem.append(("user", "I play the cello."), user_id="u", session_id="s2")
@@ -85,7 +88,8 @@ def test_malformed_messages_are_refused_and_nothing_is_written(open_memory, bad)
     mem = open_memory()
     with pytest.raises(InvalidInputError):
         mem.add([("user", "fine"), bad], user_id="u")
-    assert mem.turns(user_id="u") == [] and mem.memories(user_id="u") == []
+    assert mem.turns(user_id="u") == []
+    assert mem.memories(user_id="u") == []
 
 
 # get / update / delete / history ------------------------------------------------------------
@@ -103,7 +107,8 @@ def test_update_is_a_new_version_and_search_sees_the_new_text(open_memory):
         (1, "created", "My favourite colour is green."),
         (2, "update", "My favourite colour is purple.")]
     top = mem.search("purple", user_id="u", k=1)[0]
-    assert top.memory.id == fact.id and "purple" in top.text
+    assert top.memory.id == fact.id
+    assert "purple" in top.text
     assert mem.search("colour", user_id="u", filters={"checked": True})[0].memory.id == fact.id
 
 
@@ -190,7 +195,8 @@ def test_bad_metadata_is_refused_and_nothing_is_written(open_memory, kw):
         mem.add("a fact", user_id="u", **kw)
     with pytest.raises(InvalidInputError):
         mem.add([("user", "a message")], user_id="u", **kw)
-    assert mem.memories(user_id="u") == [] and mem.turns(user_id="u") == []
+    assert mem.memories(user_id="u") == []
+    assert mem.turns(user_id="u") == []
 
 
 def test_a_session_keeps_its_metadata(open_memory):
@@ -201,7 +207,8 @@ def test_a_session_keeps_its_metadata(open_memory):
         mem.append(("user", "hi"), user_id="u", session_id="s", agent_id="b")
     assert len(mem.turns(user_id="u")) == 2
     memories = mem.end_session(user_id="u", session_id="s")
-    assert memories and all(m.metadata == {"agent_id": "a"} for m in memories)
+    assert memories
+    assert all(m.metadata == {"agent_id": "a"} for m in memories)
 
 
 def test_reflection_does_not_merge_across_scopes(open_memory):
@@ -210,7 +217,8 @@ def test_reflection_does_not_merge_across_scopes(open_memory):
     [a] = mem.add(text, user_id="u", agent_id="a")
     [b] = mem.add(text, user_id="u", agent_id="b")
     [a2] = mem.add(text, user_id="u", agent_id="a")
-    assert a.id != b.id and a2.id == a.id  # the same text merges within its scope only
+    assert a.id != b.id
+    assert a2.id == a.id
     assert mem.get(b.id, user_id="u").metadata == {"agent_id": "b"}
 
 
@@ -239,7 +247,8 @@ def test_schema_4_stores_gain_metadata_columns(store_target, embedder):
     _downgrade_to_schema_4(store_target)
     mem = ReflectiveMemory.open(store_target, embedder=embedder)
     [memory] = mem.memories(user_id="u")
-    assert memory.metadata == {} and mem.store.session("u", "s").metadata == {}
+    assert memory.metadata == {}
+    assert mem.store.session("u", "s").metadata == {}
     mem.add("I collect stamps too.", user_id="u", agent_id="a")
     assert _texts(mem.search("collect", user_id="u", agent_id="a")) == ["I collect stamps too."]
     mem.close()
@@ -272,7 +281,8 @@ def test_a_fact_said_one_turn_earlier_is_found_without_end_session(open_memory):
     assert mem.memories(user_id="u") == []
     hits = mem.search("What is my teacher called?", user_id="u", k=3)
     top = hits[0]
-    assert top.memory.id == "turn:thread-1:3" and top.refs == ["thread-1:3"]
+    assert top.memory.id == "turn:thread-1:3"
+    assert top.refs == ["thread-1:3"]
     assert top.memory.attrs == {"provisional": True}
     assert top.text == "user: My teacher is called Ingrid and she lives in Bergen."
     assert len({h.memory.id for h in hits}) == len(hits)
@@ -288,7 +298,8 @@ def test_reflection_replaces_provisional_hits_with_no_duplicates(open_memory):
     mem.append(CHAT, user_id="u", session_id="t")
     mem.end_session(user_id="u", session_id="t")
     hits = mem.search("Who teaches me the cello?", user_id="u", k=5)
-    assert hits and not any(h.memory.attrs.get("provisional") for h in hits)
+    assert hits
+    assert not any(h.memory.attrs.get("provisional") for h in hits)
     refs = [r for h in hits for r in h.refs]
     assert len(refs) == len(set(refs))
     mem.append(("user", "Ingrid also teaches piano."), user_id="u", session_id="t")
@@ -311,7 +322,8 @@ def test_provisional_hits_rank_among_memories(open_memory):
     mem.append(CHAT, user_id="u", session_id="new")
     assert mem.search("What is my teacher called?", user_id="u")[0].memory.id == "turn:new:3"
     top = mem.search("When is the road trip through Scotland?", user_id="u")[0]
-    assert "Scotland" in top.text and not top.memory.attrs.get("provisional")
+    assert "Scotland" in top.text
+    assert not top.memory.attrs.get("provisional")
 
 
 def test_a_long_open_turn_is_found_by_its_passage_within_the_hit_budget(open_memory):
@@ -320,7 +332,8 @@ def test_a_long_open_turn_is_found_by_its_passage_within_the_hit_budget(open_mem
     mem.append([("assistant", f"{filler} Your dentist appointment is on the 14th of June. "
                              f"{filler}")], user_id="u", session_id="s")
     hit = mem.search("When is my dentist appointment?", user_id="u")[0]
-    assert "dentist" in hit.text and hit.refs == ["s:1"]
+    assert "dentist" in hit.text
+    assert hit.refs == ["s:1"]
     assert len(hit.text.split()) <= 40
 
 
@@ -368,7 +381,8 @@ def test_a_request_never_reflects_another_users_session(open_memory):
     assert spy.of("caller") == ["MainThread"]  # the caller's own idle session
     assert mem.memories(user_id="victim") == []
     mem.reflect_pending()
-    assert spy.of("victim") == ["MainThread"] and mem.memories(user_id="victim")
+    assert spy.of("victim") == ["MainThread"]
+    assert mem.memories(user_id="victim")
 
 
 def test_the_background_worker_reflects_off_the_request_path(open_memory):
@@ -380,7 +394,8 @@ def test_the_background_worker_reflects_off_the_request_path(open_memory):
     mem.end_session(user_id="caller", session_id="new", wait=False)
     _wait_for(lambda: len(mem.memories(user_id="victim")) and
               len(mem.memories(user_id="caller")) >= 2)
-    assert spy.calls and {thread for _, thread in spy.calls} == {"rmm-reflection"}
+    assert spy.calls
+    assert {thread for _, thread in spy.calls} == {"rmm-reflection"}
     worker = mem._ingest.worker
     assert worker.alive
     mem.close()
@@ -412,7 +427,8 @@ def test_the_callers_own_conversation_and_repeats_are_not_provisional_hits(open_
     mem.append([("user", "What is my teacher called?"), ("user", "what is my  teacher called?")],
                user_id="u", session_id="other")
     ids = [h.memory.id for h in mem.search("Who teaches me?", user_id="u", k=5)]
-    assert "turn:current:3" in ids and len([i for i in ids if i.startswith("turn:other")]) == 1
+    assert "turn:current:3" in ids
+    assert len([i for i in ids if i.startswith("turn:other")]) == 1
     ids = [h.memory.id for h in mem.search("Who teaches me?", user_id="u", k=5,
                                            session_id="current")]
     assert ids == ["turn:other:1"]

@@ -40,7 +40,8 @@ def test_llm_free_notes_have_keywords_tags_context(embedder):
     mem.add_session(JOB, user_id="u")
     dog = by_text(mem, "u", "adopted")
     assert "rex" in dog.attrs["keywords"] or "beagle" in " ".join(dog.attrs["keywords"])
-    assert dog.attrs["tags"] and dog.attrs["context"].startswith("Ann and Bob on")
+    assert dog.attrs["tags"]
+    assert dog.attrs["context"].startswith("Ann and Bob on")
     job = by_text(mem, "u", "interview")
     assert any("job" in k or "bank" in k for k in job.attrs["keywords"])
 
@@ -51,7 +52,8 @@ def test_related_memories_link_both_ways_and_unrelated_do_not(embedder):
         mem.add_session(session, user_id="u")
     dog1, dog2 = by_text(mem, "u", "adopted"), by_text(mem, "u", "chewed")
     job = by_text(mem, "u", "interview")
-    assert dog2.id in dog1.attrs["links"] and dog1.id in dog2.attrs["links"]
+    assert dog2.id in dog1.attrs["links"]
+    assert dog1.id in dog2.attrs["links"]
     assert job.id not in dog2.attrs["links"]
 
 
@@ -69,7 +71,8 @@ def test_follow_links_brings_a_linked_memory_into_the_top_k(embedder):
     plain = mem.search(query, user_id="u", k=2)
     linked = mem.search(query, user_id="u", k=2, follow_links=True)
     top = plain[0].memory
-    assert len(linked) == 2 and linked[0].memory.id == top.id
+    assert len(linked) == 2
+    assert linked[0].memory.id == top.id
     assert linked[1].memory.id in top.attrs["links"]
     assert [h.rank for h in linked] == [0, 1]
     assert linked[1].text.endswith(linked[1].memory.text)
@@ -97,7 +100,8 @@ def test_update_memory_attrs_is_user_scoped_and_versioned(embedder):
                           source="m2")])
     assert after.attrs["context"] == "c"
     assert [v.reason for v in after.versions] == ["created", "evolved"]
-    assert after.versions[-1].text == memory.text and after.versions[-1].source == "m2"
+    assert after.versions[-1].text == memory.text
+    assert after.versions[-1].source == "m2"
 
 
 # LLM notes, links and evolution with a scripted LLM ----------------------------------------------
@@ -123,16 +127,20 @@ def test_llm_links_and_evolution_keep_the_earlier_note(embedder):
                                 llm=llm)
     mem.add_session(DOG_1, user_id="u")
     first = mem.memories(user_id="u")[0]
-    assert first.attrs["keywords"] == ["kw0"] and first.attrs["context"] == "context 1"
+    assert first.attrs["keywords"] == ["kw0"]
+    assert first.attrs["context"] == "context 1"
     mem.add_session(DOG_2, user_id="u")
     old = mem.memories(user_id="u")[0]
     new = by_text(mem, "u", "chewed")
-    assert new.id in old.attrs["links"] and old.id in new.attrs["links"]
+    assert new.id in old.attrs["links"]
+    assert old.id in new.attrs["links"]
     assert old.attrs["context"] == "Ann's dog Rex, now a chewer"
-    assert old.attrs["tags"] == ["pets", "dogs"] and old.attrs["keywords"] == ["kw0"]
+    assert old.attrs["tags"] == ["pets", "dogs"]
+    assert old.attrs["keywords"] == ["kw0"]
     assert old.attrs["note_history"][0]["context"] == "context 1"
     assert old.attrs["note_history"][0]["by"] == new.id
-    assert old.versions[-1].reason == "evolved" and old.versions[-1].source == new.id
+    assert old.versions[-1].reason == "evolved"
+    assert old.versions[-1].source == new.id
     assert llm.tasks() == ["notes", "notes", "links"]
 
 
@@ -144,7 +152,8 @@ def test_broken_llm_notes_fall_back_to_tfidf(embedder):
     with pytest.warns(UserWarning):
         mem.add_session(DOG_1, user_id="u")
     memory = mem.memories(user_id="u")[0]
-    assert memory.attrs["keywords"] and memory.attrs["context"].startswith("Ann and Bob")
+    assert memory.attrs["keywords"]
+    assert memory.attrs["context"].startswith("Ann and Bob")
 
 
 def test_parsers_reject_bad_answers():

@@ -53,7 +53,8 @@ def test_core_memory_tools(tools):
 ])
 def test_bad_arguments_come_back_as_error_strings(tools, name, args, message):
     out = getattr(tools, name)(*args)
-    assert out.startswith("Error: ") and message in out
+    assert out.startswith("Error: ")
+    assert message in out
     assert tools.working.blocks["human"].value == ""
 
 
@@ -64,7 +65,8 @@ def test_archival_insert_and_search(tools, mem):
     new_id = out.removeprefix("Archived as memory ").rstrip(".")
     assert len(mem.memories(user_id="u1")) == before + 1
     note = next(m for m in mem.memories(user_id="u1") if m.id == new_id)
-    assert note.refs and note.versions[0].reason == "created"  # provenance kept
+    assert note.refs
+    assert note.versions[0].reason == "created"
     found = tools.archival_memory_search("peanuts allergic")
     assert found.splitlines()[1].startswith(f"[0] (memory {new_id})")
     assert "No archival memories" in tools.archival_memory_search("peanuts", page=5)
@@ -113,7 +115,8 @@ def test_langchain_agent_calls_the_tools(mem):
     replies = {m.tool_call_id: m.content for m in out["messages"] if m.type == "tool"}
     assert replies["c1"].startswith("Appended to human")
     assert replies["c2"].startswith("Archived as memory")
-    assert replies["c3"].startswith("Error: bad arguments") and "content" in replies["c3"]
+    assert replies["c3"].startswith("Error: bad arguments")
+    assert "content" in replies["c3"]
     assert "Biscuit" in replies["c4"]
     assert out["messages"][-1].content == "Noted."
     assert mem.working_context(user_id="u1").blocks["human"].value == "Name: Ada"

@@ -60,10 +60,12 @@ def test_offline_induction_dedups_and_skips_failures(mem):
     flows = mem.workflows.induce([FLIGHT_1, FLIGHT_2, WEATHER_FAIL], user_id="u")
     assert len(flows) == 1
     [flow] = mem.workflows.workflows(user_id="u")
-    assert flow.support == 2 and len(flow.sources) == 2
+    assert flow.support == 2
+    assert len(flow.sources) == 2
     assert flow.description == "Book a flight from {name_1} to {name_2} on {date_1}"
     assert flow.steps[0] == "search_flights(origin={name_1}, destination={name_2}, date={date_1})"
-    assert "Paris" not in json.dumps(flow.steps) and "4411" not in json.dumps(flow.steps)
+    assert "Paris" not in json.dumps(flow.steps)
+    assert "4411" not in json.dumps(flow.steps)
 
 
 def test_online_record_adds_only_successful_runs_and_owners_are_isolated(mem):
@@ -73,7 +75,8 @@ def test_online_record_adds_only_successful_runs_and_owners_are_isolated(mem):
     assert mem.workflows.workflows(user_id="bot") == []
     hits = mem.workflows.search("Book a flight from Madrid to Lisbon", agent_id="bot")
     cake = mem.workflows.search("bake a chocolate cake", agent_id="bot", min_score=-1.0)
-    assert hits and hits[0].score > cake[0].score + 0.2
+    assert hits
+    assert hits[0].score > cake[0].score + 0.2
     assert mem.workflows.search("bake a chocolate cake", agent_id="bot") == []
     assert "Workflow: Book a flight" in mem.workflows.prompt("fly to Rome", agent_id="bot")
 
@@ -122,7 +125,8 @@ def test_llm_induction_and_judge(embedder):
     assert [f.description for f in flows] == ["Book a flight between two cities"]
     assert llm.tasks().count("task_succeeded") == 3
     [induce_prompt] = llm.prompts("induce_workflows")
-    assert "Paris" in induce_prompt and "Tokyo" not in induce_prompt
+    assert "Paris" in induce_prompt
+    assert "Tokyo" not in induce_prompt
     assert mem.workflows.record(FLIGHT_2, user_id="u")[0].support == 2
 
 
@@ -133,7 +137,8 @@ def test_parse_workflows_rejects_bad_answers():
         parse_workflows('[{"steps": ["a"]}]', [])
     [flow] = parse_workflows('Sure!\n```json\n[{"description": "d", "steps": ["a", "b"]}]\n```',
                              ["t1"])
-    assert flow.steps == ["a", "b"] and flow.sources == ["t1"]
+    assert flow.steps == ["a", "b"]
+    assert flow.sources == ["t1"]
 
 
 def test_add_handwritten_workflow(mem):
@@ -180,7 +185,8 @@ def test_langchain_middleware_injects_and_records(mem):
         {"messages": [{"role": "user", "content": "Book a flight from Rome to Oslo"}]},
         context={"user_id": "u1"})
     system = model.seen[0][0]
-    assert system.type == "system" and system.text.startswith("You are a travel agent.")
+    assert system.type == "system"
+    assert system.text.startswith("You are a travel agent.")
     assert "Workflow: Book a flight from {name_1}" in system.text
     assert sum(f.support for f in mem.workflows.workflows(user_id="u1")) == 2  # run recorded
     trajectory = run_trajectory(state["messages"])
@@ -223,7 +229,8 @@ async def test_llamaindex_hook_injects_and_records(mem):
 
 def test_trajectory_coerce_round_trip():
     t = Trajectory.coerce(FLIGHT_1)
-    assert Trajectory.coerce(t).steps == t.steps and "Step 2." in t.render()
+    assert Trajectory.coerce(t).steps == t.steps
+    assert "Step 2." in t.render()
 
 
 @pytest.mark.slow
@@ -236,7 +243,9 @@ def test_real_local_llm_induces_a_workflow(embedder):
     wm = WorkflowMemory(ReflectiveMemory.open(":memory:", embedder=embedder).store, embedder,
                         llm=llm)
     flows = wm.induce([FLIGHT_1, FLIGHT_2], user_id="u")
-    assert flows and all(f.description and f.steps for f in flows)
+    assert flows
+    assert all(f.description and f.steps for f in flows)
     text = json.dumps([f.steps for f in flows])
-    assert "4411" not in text and "1270" not in text
+    assert "4411" not in text
+    assert "1270" not in text
     assert wm.search("Book a flight from Madrid to Lisbon", user_id="u", min_score=0.2)

@@ -34,7 +34,8 @@ def say(i: int) -> Turn:
 def test_blocks_are_edited_only_through_operations_and_persist(path):
     with open_mem(path) as mem:
         wc = mem.working_context(user_id="u1")
-        assert set(wc.blocks) == {"human", "persona"} and wc.blocks["human"].value == ""
+        assert set(wc.blocks) == {"human", "persona"}
+        assert wc.blocks["human"].value == ""
         wc.core_memory_append("human", "Name: Ada")
         wc.core_memory_append("human", "Likes: tea")
         wc.core_memory_replace("human", "Likes: tea", "Likes: coffee")
@@ -96,7 +97,9 @@ def test_forget_erases_the_working_context(path):
         mem.working_context(user_id="u1").add_message(say(0))
         mem.forget(user_id="u1")
         wc = mem.working_context(user_id="u1")
-        assert wc.blocks["human"].value == "" and wc.messages == [] and wc.usage() == 0
+        assert wc.blocks["human"].value == ""
+        assert wc.messages == []
+        assert wc.usage() == 0
 
 
 # the message queue -------------------------------------------------------------------------------
@@ -117,14 +120,17 @@ def test_pressure_notice_then_eviction_into_a_summary(path):
         assert "memory pressure" in events[first_warn].notice
         first_evict = evictions[0]
         assert (first_evict + 1) * per_message >= 200 > first_evict * per_message
-        assert notices == sorted(set(notices)) and len(notices) <= len(evictions) + 1
+        assert notices == sorted(set(notices))
+        assert len(notices) <= len(evictions) + 1
         # evicted down to evict_to: blocks + summary limit + remaining messages <= 50 %
         after = events[first_evict]
-        assert after.usage < 0.7 and wc.summary
+        assert after.usage < 0.7
+        assert wc.summary
         assert "Summary of earlier messages" in wc.render()
         queued = {t.id for t in wc.messages}
         evicted = {t.id for e in events for t in e.evicted}
-        assert queued.isdisjoint(evicted) and len(queued) + len(evicted) == 20
+        assert queued.isdisjoint(evicted)
+        assert len(queued) + len(evicted) == 20
         # recall storage: everything is in the turn log, and evicted messages are searchable
         assert len(mem.turns(user_id="u1", session_id="chat")) == 20
         found = search_turns(mem.turns(user_id="u1"), "day 0")
@@ -154,7 +160,8 @@ def test_llm_summary_is_recursive(path):
         wc = small_queue(mem)
         for i in range(30):
             wc.add_message(say(i))
-        assert len(prompts) >= 2 and wc.summary == f"summary {len(prompts)}"
+        assert len(prompts) >= 2
+        assert wc.summary == f"summary {len(prompts)}"
         assert f"summary {len(prompts) - 1}" in prompts[-1]  # the previous summary is folded in
 
 

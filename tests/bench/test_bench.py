@@ -76,9 +76,11 @@ def test_jsonl_reads_the_shipped_example():
     assert [s.session_id for s in ana.sessions] == ["s1", "s2"]
     assert ana.sessions[1].started_at.isoformat() == "2024-04-02T18:05:00"
     assert [t.id for t in ana.sessions[0].turns] == ["1", "2", "3"]
-    assert ana.sessions[0].turns[0].speaker == "Ana" and ana.speakers == ("Ana", "Ben")
+    assert ana.sessions[0].turns[0].speaker == "Ana"
+    assert ana.speakers == ("Ana", "Ben")
     assert [sorted(q.evidence) for q in ana.questions] == [["1"], ["4", "6"]]
-    assert ana.questions[0].answer == "Biscuit" and ana.questions[1].category == "multi-hop"
+    assert ana.questions[0].answer == "Biscuit"
+    assert ana.questions[1].category == "multi-hop"
     assert (ana.skipped, raj.skipped) == (1, 0)  # the question without evidence is left out
     assert [c.sample_id for c in load("jsonl", TINY, [1])] == ["raj"]
 
@@ -192,7 +194,8 @@ def test_locomo_loader_keeps_the_resolvable_questions(locomo_path):
     raw = json.loads(locomo_path.read_text())
     assert sum(c.skipped for c in convs) == sum(len(s["qa"]) for s in raw) - 760
     first = convs[0].sessions[0]
-    assert first.turns[0].id == "D1:1" and first.started_at is not None
+    assert first.turns[0].id == "D1:1"
+    assert first.started_at is not None
     assert all(q.category in (1, 2, 3, 4) for c in convs for q in c.questions)
     assert [c.sample_id for c in load_locomo(locomo_path, [1])] == [convs[1].sample_id]
 

@@ -226,13 +226,16 @@ def test_bench_prints_probes_and_categories_and_writes_a_markdown_section(tmp_pa
     section = text[text.index(begin):text.index(end)]
     assert f"`rmm bench retrieval --dataset beam --data {data} --baselines turn,p60`" in section
     assert re.search(r"reflective-memory \S+; \d+ cores, [\d.]+ GiB, CPU ", section)
-    assert "| **rmm (default)** |" in section and "| knowledge_update | 1 |" in section
+    assert "| **rmm (default)** |" in section
+    assert "| knowledge_update | 1 |" in section
     assert "update first@1000 (1 probes)" in section
 
     assert main(argv[:-2]) == 0  # a rerun replaces the section, the prose stays
     again = page.read_text()
-    assert again.count(begin) == 1 and again.count(end) == 1
-    assert again.startswith("# Benchmarks\n\nHow to run.\n\n") and again.endswith("After.\n")
+    assert again.count(begin) == 1
+    assert again.count(end) == 1
+    assert again.startswith("# Benchmarks\n\nHow to run.\n\n")
+    assert again.endswith("After.\n")
 
 
 def test_markdown_appends_a_new_section_and_creates_a_missing_file(tmp_path):
@@ -244,4 +247,5 @@ def test_markdown_appends_a_new_section_and_creates_a_missing_file(tmp_path):
                                               markers("locomo")[1]]))
     text = page.read_text()
     assert text.index(markers("beam")[1]) < text.index(markers("locomo")[0])
-    assert "new figures" in text and "\nfigures" not in text
+    assert "new figures" in text
+    assert "\nfigures" not in text

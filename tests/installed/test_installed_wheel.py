@@ -66,7 +66,8 @@ def test_the_rmm_command_is_installed(tmp_path):
     done = subprocess.run([str(rmm), "--db", str(tmp_path / "m.sqlite"), "stats"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "memories" in done.stdout and "1" in done.stdout
+    assert "memories" in done.stdout
+    assert "1" in done.stdout
 
 
 @pytest.mark.parametrize("script", NO_EXTRA)

@@ -39,7 +39,8 @@ def test_one_agent_many_users_each_run_writes_and_reads_its_own(mem, chat_model)
     assert memory.text == "I am allergic to peanuts."
 
     found = json.loads(tool_output(run(agent, "my allergies?", "u1")))
-    assert found[0]["id"] == memory.id and "peanuts" in found[0]["content"]
+    assert found[0]["id"] == memory.id
+    assert "peanuts" in found[0]["content"]
     assert json.loads(tool_output(run(agent, "my allergies?", "u2"))) == []
 
 

@@ -16,6 +16,7 @@ def test_cookbook_agent_remembers_across_threads(tmp_path, monkeypatch, capsys, 
     out = capsys.readouterr().out
     friday = out.split("thread 'friday'")[1].split("thread 'other'")[0]
     other = out.split("thread 'other'")[1].split("RMMRetriever")[0]
-    assert "agent> From what you told me before:" in friday and "Biscuit" in friday
+    assert "agent> From what you told me before:" in friday
+    assert "Biscuit" in friday
     assert "Biscuit" not in other.split("agent>")[1]
     assert "night shifts" in out.split("RMMRetriever")[1]

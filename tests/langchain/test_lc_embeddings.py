@@ -40,7 +40,8 @@ def test_texts_reach_the_framework_in_batches(tmp_path, embedder):
     wrapper = assert_embeds_in_batches(tmp_path, lc, lc.calls, "MiniLMEmbeddings")
     vectors = wrapper.embed(FACTS)
     assert lc.calls == [FACTS]
-    assert vectors.dtype == np.float32 and vectors.shape == (len(FACTS), 384)
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (len(FACTS), 384)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
 
 
@@ -49,7 +50,8 @@ def test_deterministic_fake_embedding_is_normalised_and_finds_a_fact(tmp_path):
     raw = np.asarray(fake.embed_documents(FACTS[:2]))
     assert abs(np.linalg.norm(raw[0]) - 1.0) > 0.1  # LangChain's own rows are not unit
     wrapper = as_embedder(fake)
-    assert isinstance(wrapper, BatchEmbedder) and wrapper.source is fake
+    assert isinstance(wrapper, BatchEmbedder)
+    assert wrapper.source is fake
     np.testing.assert_allclose(wrapper.embed(FACTS[:2]),
                                raw / np.linalg.norm(raw, axis=1, keepdims=True), rtol=1e-5)
     with ReflectiveMemory.open(str(tmp_path / "fake.sqlite"), embedder=fake) as mem:

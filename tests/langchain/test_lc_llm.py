@@ -29,7 +29,8 @@ def test_reported_token_usage_reaches_the_meter(chat_model):
                                                      "total_tokens": 14})
     metered = MeteredLLM(wrap_llm(chat_model(answer)))
     assert metered.complete("hello") == "ok"
-    assert metered.totals["prompt_tokens"] == 11 and metered.totals["completion_tokens"] == 3
+    assert metered.totals["prompt_tokens"] == 11
+    assert metered.totals["completion_tokens"] == 3
 
 
 def test_text_completion_models_work_too():
@@ -54,5 +55,6 @@ def test_memory_opened_with_a_chat_model_prompts_it_on_reflection(chat_model, em
     with ReflectiveMemory.open(":memory:", llm=model, embedder=embedder) as mem:
         mem.add_session([{"speaker": "user", "text": "I moved to Porto in March."},
                          {"speaker": "assistant", "text": "Porto is lovely."}], user_id="u1")
-        assert model.seen and all(m[0].type == "human" for m in model.seen)
+        assert model.seen
+        assert all(m[0].type == "human" for m in model.seen)
         assert mem.usage(user_id="u1")["calls"] == len(model.seen)

@@ -50,7 +50,8 @@ def test_the_middleware_itself_ends_a_threads_session(mem, chat_model):
     run(agent, FACT, user="u1", thread="A")
     assert mem.memories(user_id="u1") == []  # logged, not reflected yet
     added = middleware.end_session(user_id="u1", thread_id="A")
-    assert added and any("Biscuit" in m.text for m in mem.memories(user_id="u1"))
+    assert added
+    assert any("Biscuit" in m.text for m in mem.memories(user_id="u1"))
     assert middleware.end_session(user_id="u1", thread_id="A") == []  # already ended
 
 
@@ -73,7 +74,8 @@ def test_history_resent_without_thread_is_not_logged_again_and_run_is_reflected(
     turns = mem.turns(user_id="u1")
     assert [t.text for t in turns] == ["What does Biscuit love?", "Carrots, I remember."]
     memories = mem.memories(user_id="u1")
-    assert memories and set(memories[0].refs) == {t.id for t in turns}
+    assert memories
+    assert set(memories[0].refs) == {t.id for t in turns}
 
 
 def test_tool_plumbing_is_not_logged(mem, chat_model):
@@ -101,7 +103,9 @@ def test_recall_keeps_the_agents_own_system_prompt(mem, chat_model):
     run(agent, QUESTION, user="u1")
     prompt = model.system_prompt()
     assert prompt.startswith("You are Ava, a kind assistant.")
-    assert "[1]" in prompt and "Biscuit" in prompt and "[2]" not in prompt
+    assert "[1]" in prompt
+    assert "Biscuit" in prompt
+    assert "[2]" not in prompt
 
 
 def test_size_threshold_reflects_a_thread_without_an_explicit_end(open_memory, chat_model):
@@ -133,7 +137,8 @@ def test_memory_failures_are_logged_and_the_run_goes_on(mem, chat_model, monkeyp
         out = run(agent, QUESTION, user="u1", thread="t")
     assert out["messages"][-1].text == "Still here."
     logged = " ".join(r.getMessage() for r in caplog.records)
-    assert "recall failed" in logged and "could not log" in logged
+    assert "recall failed" in logged
+    assert "could not log" in logged
 
 
 def test_user_id_from_an_object_context_and_a_custom_key(mem, chat_model):
@@ -172,7 +177,8 @@ def test_citation_mode_asks_for_citations_and_trains_the_reranker(mem, chat_mode
     mem.end_session(user_id="u1", session_id="A")
     before = len(mem.store.state_log(mem._reranker.state_name("u1"))[1])
     run(agent, QUESTION, user="u1", thread="B")
-    assert "[1]" in model.system_prompt() and "[NO_CITE]" in model.system_prompt()
+    assert "[1]" in model.system_prompt()
+    assert "[NO_CITE]" in model.system_prompt()
     after = len(mem.store.state_log(mem._reranker.state_name("u1"))[1])
     assert after == before + 1  # one REINFORCE step, from the answer's [1]
 

@@ -65,7 +65,8 @@ def test_k_and_user_can_be_set_per_call_and_users_stay_apart(filled):
     retriever = RMMRetriever(memory=filled, user_id="u1")
     assert len(retriever.invoke("hobbies", k=3)) == 3
     theirs = retriever.invoke("pets", user_id="u2", k=5)
-    assert len(theirs) == 1 and "Miso" in theirs[0].page_content
+    assert len(theirs) == 1
+    assert "Miso" in theirs[0].page_content
     assert not any("Miso" in d.page_content for d in retriever.invoke("pets", k=5))
 
 
@@ -86,7 +87,8 @@ def test_lcel_chain_puts_memories_into_the_prompt(filled, chat_model):
     answer = chain.invoke("Where does my sister live?")
     assert answer.text == "Her name is Ana."
     system = model.system_prompt()
-    assert "[1]" in system and "Lisbon" in system.split("[2]")[0]
+    assert "[1]" in system
+    assert "Lisbon" in system.split("[2]")[0]
 
 
 def test_format_memories_numbers_documents_and_is_empty_without_them(filled):

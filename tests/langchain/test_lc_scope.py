@@ -54,7 +54,8 @@ def test_a_missing_or_invalid_id_fails_before_the_model_is_called(mem, chat_mode
     agent = create_agent(model, middleware=[RMMMiddleware(mem)], checkpointer=InMemorySaver())
     with pytest.raises(InvalidInputError, match="user_id|agent_id"):
         ask(agent, context=context, config={"configurable": {"thread_id": "t", **configurable}})
-    assert model.seen == [] and mem.store.users() == []
+    assert model.seen == []
+    assert mem.store.users() == []
 
 
 def test_on_missing_user_disable_runs_without_memory(mem, chat_model, caplog):
@@ -63,7 +64,8 @@ def test_on_missing_user_disable_runs_without_memory(mem, chat_model, caplog):
     with caplog.at_level(logging.WARNING, logger="langchain_rmm.scope"):
         out = ask(agent, "hello")
     assert out["messages"][-1].text == "Hi."
-    assert "user_id" in caplog.text and mem.store.users() == []
+    assert "user_id" in caplog.text
+    assert mem.store.users() == []
     with pytest.raises(InvalidInputError):  # disable covers a missing id, not a wrong one
         ask(agent, "hello", context={"user_id": 42})
 

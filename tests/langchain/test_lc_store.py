@@ -67,13 +67,16 @@ def test_an_update_is_a_new_version_of_the_same_memory(store, mem):
     assert [v.text for v in mem.history(memory.id, user_id="u1")] == [
         FACTS["dog"]["content"], "My dog Biscuit is four now."]
     second = store.get(NS, "dog")
-    assert second.created_at == first.created_at and second.updated_at >= first.updated_at
+    assert second.created_at == first.created_at
+    assert second.updated_at >= first.updated_at
 
 
 def test_search_is_the_memorys_search_with_metadata_filters(store):
     fill(store)
     top = store.search(("memories", "u1"), query="What is my dog called?", limit=2)
-    assert top[0].key == "dog" and top[0].score is not None and len(top) == 2
+    assert top[0].key == "dog"
+    assert top[0].score is not None
+    assert len(top) == 2
     only = store.search(("memories", "u1"), query="where do I live", filter={"kind": "work"})
     assert [i.key for i in only] == ["job"]
     eq = store.search(("memories", "u1"), query="dog", filter={"kind": {"$eq": "place"}})

@@ -44,7 +44,8 @@ def test_prompt_numbers_memories_in_rank_order(open_memory):
                     session_id="s1")
     res = mem.search("puppy", user_id="u1", k=3)
     prompt = citation_prompt("What is my dog called?", list(res))
-    assert f"[1] {res[0].text}" in prompt and "What is my dog called?" in prompt
+    assert f"[1] {res[0].text}" in prompt
+    assert "What is my dog called?" in prompt
     assert "[NO_CITE]" in prompts.CITE
 
 
@@ -66,13 +67,15 @@ def test_respond_cites_and_learns(mem):
     answer = mem.respond("what is my dog called?", user_id="u1", llm=llm, k=2, explore=False)
     assert answer.answer == "Your dog is Rex; also see [9]."
     assert answer.cited_ids == [answer.result[0].memory.id]
-    assert "Rex" in answer.memories[0].text and len(prompts) == 1
+    assert "Rex" in answer.memories[0].text
+    assert len(prompts) == 1
     assert len(mem.store.state_log(mem._reranker.state_name("u1"))[1]) == 1
 
 
 def test_respond_no_cite_still_teaches(mem):
     answer = mem.respond("favourite food?", user_id="u1", llm=lambda p: "No idea. [NO_CITE]")
-    assert answer.cited == [] and answer.answer == "No idea."
+    assert answer.cited == []
+    assert answer.answer == "No idea."
     assert len(mem.store.state_log(mem._reranker.state_name("u1"))[1]) == 1
 
 
@@ -85,7 +88,8 @@ def test_respond_without_llm_is_a_typed_error(mem):
 def test_respond_with_no_memories_skips_feedback(open_memory):
     mem = open_memory()
     answer = mem.respond("hello?", user_id="nobody", llm=lambda p: "Hi [1]")
-    assert answer.cited == [] and len(mem.store.state_log(mem._reranker.state_name("u1"))[1]) == 0
+    assert answer.cited == []
+    assert len(mem.store.state_log(mem._reranker.state_name("u1"))[1]) == 0
 
 
 async def test_arespond(mem):
@@ -98,7 +102,8 @@ def test_overlap_attribution(mem):
     res = mem.search("wedding and dog", user_id="u1", k=3)
     wedding = [h.memory.id for h in res if "Lisbon" in h.text]
     answer = cite_by_overlap("Your sister gets married in Lisbon in June.", res)
-    assert len(wedding) == 1 and answer.cited_ids == wedding
+    assert len(wedding) == 1
+    assert answer.cited_ids == wedding
     assert cite_by_overlap("Quantum chromodynamics.", res).cited == []
     assert cite_by_overlap("", res).cited == []
     with pytest.raises(InvalidInputError):

@@ -88,7 +88,8 @@ def test_exploration_samples_and_prefers_the_top():
               for _ in range(400)]
     counts = np.bincount(firsts, minlength=20)
     assert len(set(firsts)) > 3  # it explores
-    assert counts[0] > counts[10] and counts[0] > counts[19]  # but favours the best
+    assert counts[0] > counts[10]
+    assert counts[0] > counts[19]
     plain = {tuple(reranker.rank(weights, query, vectors, fused, 5).order) for _ in range(20)}
     assert len(plain) == 1  # without exploration the order is deterministic
 
@@ -184,7 +185,8 @@ def test_weights_roundtrip_and_corrupt_blob():
     rng = np.random.default_rng(0)
     w = Weights(*rng.standard_normal((2, 8, 8)).astype(np.float32), 7)
     back = Weights.from_bytes(w.to_bytes())
-    assert np.array_equal(back.w_q, w.w_q) and np.array_equal(back.w_m, w.w_m)
+    assert np.array_equal(back.w_q, w.w_q)
+    assert np.array_equal(back.w_m, w.w_m)
     assert back.steps == 7
     with pytest.raises(StorageError):
         Weights.from_bytes(b"not weights")
@@ -215,7 +217,8 @@ def test_concurrent_steps_from_threads_and_processes_lose_nothing(tmp_path):
     version, left = store.state_log("reranker/global")
     store.close()
     assert final.steps == 60
-    assert version > 0 and len(left) < 60  # the log was folded into the base on the way
+    assert version > 0
+    assert len(left) < 60
     # every step subtracted lr * its gradient: the sum is exact only if none was lost
     np.testing.assert_allclose(final.w_q, np.full((4, 4), -1e-3 * 15 * (1 + 2 + 3 + 4)),
                                rtol=1e-5)
@@ -322,7 +325,8 @@ def test_forget_erases_the_users_own_weights_and_keeps_the_others(learner):
     mem.forget(user_id="u1")
     assert logged(mem.store, u1) == 0
     erased = mem._reranker.weights_for("u1", mem.embedder.dim)
-    assert erased.steps == 0 and is_zero(erased)
+    assert erased.steps == 0
+    assert is_zero(erased)
     assert "u1" not in u1  # the erased row's name does not keep the forgotten user's id
     assert steps(learner(reranker={"scope": "user"}), "u1") == 0
     assert steps(mem, "u2") == 1
@@ -409,7 +413,8 @@ def test_weights_trained_by_the_torch_reranker_score_the_same(combine):
     ranking = reranker.rank(weights, np.array(probe["query"], np.float32),
                             [np.array(v, np.float32) for v in probe["vectors"]],
                             probe["fused"], 5)
-    assert weights.steps == 40 and ranking.order == expected["order"]
+    assert weights.steps == 40
+    assert ranking.order == expected["order"]
     # the probe's inputs are stored to 7 decimals; scores reach 110
     np.testing.assert_allclose(ranking.scores, expected["scores"], rtol=1e-5, atol=1e-4)
     g_q, g_m = reranker.gradient(weights, ranking, [1.0, -1.0, -1.0, 1.0, -1.0])

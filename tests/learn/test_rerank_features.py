@@ -103,7 +103,8 @@ def test_a_feedback_step_raises_the_cited_memorys_feature_direction():
     numbers = FEATURES.index("numbers")
     weights = FeatureWeights.zeros()
     ranking = scorer.rank(weights, question, query, cands, vectors, 5)
-    assert 3 in ranking.order[:5] and ranking.features[:, numbers].tolist().count(1.0) == 1
+    assert 3 in ranking.order[:5]
+    assert ranking.features[:, numbers].tolist().count(1.0) == 1
     rewards = [1.0 if j == 3 else -1.0 for j in ranking.order[:5]]
     step = -0.1 * scorer.gradient(weights, ranking, rewards)
     assert step[numbers] > 0
@@ -115,7 +116,8 @@ def test_a_feedback_step_raises_the_cited_memorys_feature_direction():
 def test_feature_weights_roundtrip_and_corrupt_blob():
     w = FeatureWeights(np.arange(len(FEATURES), dtype=np.float32) / 7, 9)
     back = FeatureWeights.from_bytes(w.to_bytes())
-    assert np.array_equal(back.w, w.w) and back.steps == 9
+    assert np.array_equal(back.w, w.w)
+    assert back.steps == 9
     with pytest.raises(StorageError, match="unreadable"):
         FeatureWeights.from_bytes(w.to_bytes()[:-3])
 
@@ -138,7 +140,9 @@ def test_the_shipped_weights_load_with_the_declared_features():
     data = json.loads(SHIPPED.read_text())
     assert data["features"] == list(FEATURES)
     weights = load_weights()
-    assert weights.dim == len(FEATURES) and weights.is_finite() and weights.w.any()
+    assert weights.dim == len(FEATURES)
+    assert weights.is_finite()
+    assert weights.w.any()
     assert data["trained_on"]  # which conversations, for whoever checks on other data
 
 
@@ -174,7 +178,8 @@ def test_own_weights_file_is_where_learning_starts(bank, tmp_path, embedder):
     res = mem.search("what pet do I have?", user_id="u1", k=2, explore=True)
     mem.feedback(res, cited=[res[0].memory.id])
     after = mem._reranker.weights_for("u1", embedder.dim)
-    assert after.steps == 1 and not np.allclose(after.w, 0.5)
+    assert after.steps == 1
+    assert not np.allclose(after.w, 0.5)
 
 
 # the reranker setting -----------------------------------------------------------------------------
@@ -212,7 +217,8 @@ def test_feature_feedback_persists_and_reopens(bank, embedder):
     mem.close()
     again = bank(reranker={"weights": None})
     reread = again._reranker.weights_for("u1", embedder.dim)
-    assert reread.steps == len(QUERIES) and np.array_equal(reread.w, learnt.w)
+    assert reread.steps == len(QUERIES)
+    assert np.array_equal(reread.w, learnt.w)
     assert learnt.w.any()
 
 
@@ -232,9 +238,11 @@ def test_bench_rerank_runs_every_phase_and_saves_loadable_weights(tmp_path, caps
                  "--plot", str(plot), "--window", "2"]) == 0
     figures = json.loads(out.read_text())["families"]["jsonl"]
     assert {"none", "transfer", "shipped", "online"} <= set(figures)
-    assert plot.stat().st_size > 0 and "feedback step: median" in capsys.readouterr().out
+    assert plot.stat().st_size > 0
+    assert "feedback step: median" in capsys.readouterr().out
     saved = json.loads(weights.read_text())
-    assert list(saved["trained_on"]) == ["jsonl"] and str(tmp_path) not in saved["command"]
+    assert list(saved["trained_on"]) == ["jsonl"]
+    assert str(tmp_path) not in saved["command"]
     assert load_weights(weights).dim == len(FEATURES)
 
 

@@ -110,7 +110,8 @@ def test_respond_keeps_its_answer_when_the_learning_step_is_refused(store_target
         ingest(mem, "u1")
         with pytest.warns(RuntimeWarning, match="not finite"):
             answer = mem.respond("poison", user_id="u1")
-        assert answer.answer.startswith("You adopted a puppy") and len(answer.cited) == 1
+        assert answer.answer.startswith("You adopted a puppy")
+        assert len(answer.cited) == 1
         assert mem.store.state_log(GLOBAL) == (0, [])
         assert_finite(mem)
 
@@ -125,7 +126,8 @@ def test_non_finite_state_written_before_the_check_is_not_used(tmp_path):
     store.append_state_delta(GLOBAL, delta_to_bytes(bad, good, 1))
     with pytest.warns(RuntimeWarning, match="not finite"):
         weights = WeightStore(store).load(GLOBAL, 4)
-    assert weights.is_finite() and weights.steps == 1
+    assert weights.is_finite()
+    assert weights.steps == 1
     assert np.array_equal(weights.w_q, np.ones((4, 4)))
 
     assert store.save_state("reranker/other", 0, Weights(np.full((4, 4), np.nan, np.float32),
@@ -133,7 +135,8 @@ def test_non_finite_state_written_before_the_check_is_not_used(tmp_path):
                                                          5).to_bytes())
     with pytest.warns(RuntimeWarning, match="starting again from the initial"):
         weights = WeightStore(store).load("reranker/other", 4)
-    assert weights.is_finite() and not weights.w_q.any()
+    assert weights.is_finite()
+    assert not weights.w_q.any()
     store.close()
 
 
@@ -246,7 +249,8 @@ def test_threads_and_processes_fold_every_claimed_step_exactly_once(tmp_path):
     claims = store._read("SELECT COUNT(*) FROM feedback_log", ())[0][0]
     version = store.state_log(GLOBAL)[0]
     store.close()
-    assert claims == 3 * 6 * 20 and version > 10  # many compactions raced
+    assert claims == 3 * 6 * 20
+    assert version > 10
     assert final.steps == claims
     np.testing.assert_allclose(final.w_q, np.full((4, 4), -1e-3 * 6 * 20 * (1 + 2 + 3)),
                                rtol=1e-5)
@@ -255,12 +259,16 @@ def test_threads_and_processes_fold_every_claimed_step_exactly_once(tmp_path):
 # bounded per-user weights ----------------------------------------------------------------------
 def test_byte_lru_evicts_the_least_recently_used_and_keeps_the_newest():
     lru: ByteLRU[str] = ByteLRU(10)
-    assert lru.put("a", "A", 4) == [] and lru.put("b", "B", 4) == []
+    assert lru.put("a", "A", 4) == []
+    assert lru.put("b", "B", 4) == []
     assert lru.get("a") == "A"  # now b is the least recently used
-    assert lru.put("c", "C", 4) == ["b"] and lru.nbytes == 8
-    assert lru.put("big", "X", 50) == ["a", "c"] and lru.get("big") == "X"  # alone, kept
+    assert lru.put("c", "C", 4) == ["b"]
+    assert lru.nbytes == 8
+    assert lru.put("big", "X", 50) == ["a", "c"]
+    assert lru.get("big") == "X"
     lru.pop("big")
-    assert lru.nbytes == 0 and len(lru) == 0
+    assert lru.nbytes == 0
+    assert len(lru) == 0
 
 
 def test_per_user_weights_stay_within_the_bound_and_survive_eviction(open_memory):

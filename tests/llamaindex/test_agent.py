@@ -31,7 +31,8 @@ async def test_function_agent_run_with_reflective_memory():
 
     assert str(result) == "Tool calls complete."
     seen = llm.last_chat_messages
-    assert seen[0].role == MessageRole.SYSTEM and "favourite city is Porto" in seen[0].content
+    assert seen[0].role == MessageRole.SYSTEM
+    assert "favourite city is Porto" in seen[0].content
     assert any(m.role == MessageRole.TOOL and m.content == "Sunny in Porto." for m in seen)
     # the window keeps the tool exchange; the log keeps the conversation
     assert [m.role for m in memory.get_all()] == [

@@ -54,15 +54,18 @@ def test_texts_reach_the_framework_in_batches(tmp_path, embedder):
                                        "MiniLMEmbedding(all-MiniLM-L6-v2)")
     vectors = wrapper.embed(FACTS)
     assert li.calls == [FACTS[:3], FACTS[3:]]  # in chunks of its embed_batch_size
-    assert vectors.dtype == np.float32 and vectors.shape == (len(FACTS), 384)
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (len(FACTS), 384)
     np.testing.assert_allclose(vectors, embedder.embed(FACTS), atol=1e-6)
 
 
 def test_mock_embedding_states_its_dimension_and_is_normalised():
     mock = MockEmbedding(embed_dim=16)
     wrapper = as_embedder(mock)
-    assert isinstance(wrapper, BatchEmbedder) and wrapper.source is mock
-    assert wrapper.dim == 16 and wrapper.name == "MockEmbedding"  # model_name is "unknown"
+    assert isinstance(wrapper, BatchEmbedder)
+    assert wrapper.source is mock
+    assert wrapper.dim == 16
+    assert wrapper.name == "MockEmbedding"
     np.testing.assert_allclose(wrapper.embed(["a", "b"]), np.full((2, 16), 0.25))
 
 

@@ -75,8 +75,10 @@ async def test_session_1_fact_reaches_session_2_prompt_of_that_user_only(mem, en
     other_prompt = (await theirs.achat(question)).response
 
     for prompt in (sync_prompt, async_prompt):
-        assert MEMORY_HEADER in prompt and "greyhounds" in prompt
-    assert MEMORY_HEADER in other_prompt and "motorbikes" in other_prompt
+        assert MEMORY_HEADER in prompt
+        assert "greyhounds" in prompt
+    assert MEMORY_HEADER in other_prompt
+    assert "motorbikes" in other_prompt
     assert "greyhounds" not in other_prompt
 
 
@@ -94,7 +96,8 @@ async def test_async_put_and_get(mem):
     memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="async")
     await memory.aput(ChatMessage(role="user", content="Tell me about my sister's dogs"))
     got = await memory.aget()
-    assert got[0].role == MessageRole.SYSTEM and "greyhounds" in got[0].content
+    assert got[0].role == MessageRole.SYSTEM
+    assert "greyhounds" in got[0].content
     assert got[-1].content == "Tell me about my sister's dogs"
     assert [t.text for t in await mem.aturns(user_id="u1", session_id="async")] == \
         ["Tell me about my sister's dogs"]
@@ -142,7 +145,8 @@ def test_history_and_memories_stay_within_the_token_limit(mem):
     got = memory.get()
     used = sum(len(memory.tokenizer_fn(m.content)) for m in got)
     assert used <= 400
-    assert got[0].role == MessageRole.SYSTEM and "greyhounds" in got[0].content
+    assert got[0].role == MessageRole.SYSTEM
+    assert "greyhounds" in got[0].content
     assert got[-1].content == "note 59 about my sister and her dogs"
     assert len(got) < 61  # old history was dropped, not the latest message
 
@@ -153,7 +157,8 @@ def test_reset_reflects_the_session_and_starts_a_new_one(mem):
         "I just adopted a parrot called Kiwi.")
     assert mem.memories(user_id="u4") == []
     memory.reset()
-    assert memory.get_all() == [] and memory.session_id != "first"
+    assert memory.get_all() == []
+    assert memory.session_id != "first"
     assert any("Kiwi" in m.text for m in mem.memories(user_id="u4"))
     memory.reset()  # nothing new: a no-op, not an error
 

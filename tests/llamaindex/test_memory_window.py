@@ -72,7 +72,8 @@ def test_engine_reset_ends_the_chat_session(open_memory):
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory)
     engine.chat(FACT)
     engine.reset()
-    assert memory.session_id != "first" and memory.get_all() == []
+    assert memory.session_id != "first"
+    assert memory.get_all() == []
     assert any("greyhounds" in m.text for m in mem.memories(user_id="u1"))
 
 
@@ -90,7 +91,8 @@ def test_a_failing_memory_call_is_logged_and_the_chat_goes_on(open_memory, monke
     with caplog.at_level(logging.ERROR, logger="llamaindex_rmm.memory"):
         assert engine.chat("hello").response == "text"
     logged = " ".join(r.getMessage() for r in caplog.records)
-    assert "recall failed" in logged and "could not log" in logged
+    assert "recall failed" in logged
+    assert "could not log" in logged
     assert [m.content for m in memory.get_all()] == ["hello", "text"]
 
 
@@ -156,7 +158,8 @@ def test_with_a_background_worker_reset_leaves_reflection_to_it(open_memory):
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory)
     engine.chat(FACT)
     engine.reset()
-    assert memory.session_id != "first" and memory.get_all() == []
+    assert memory.session_id != "first"
+    assert memory.get_all() == []
     deadline = time.monotonic() + 30
     while not mem.memories(user_id="u1") and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -39,7 +39,8 @@ def texts_of(nodes: list[NodeWithScore]) -> list[str]:
 def test_untrained_reranker_orders_foreign_nodes_by_similarity(mem):
     reranker = RMMReranker(memory=mem, user_id="u1", top_n=2)
     out = reranker.postprocess_nodes(foreign_nodes()[::-1], query_str=QUERY)
-    assert texts_of(out)[0] == TEXTS[0] and len(out) == 2
+    assert texts_of(out)[0] == TEXTS[0]
+    assert len(out) == 2
     assert out[0].score >= out[1].score
 
 
@@ -53,7 +54,8 @@ def test_learned_weights_change_the_order(mem, embedder):
     version, _ = mem.store.load_state(name)
     assert mem.store.save_state(name, version, weights.to_bytes())
     after = texts_of(reranker.postprocess_nodes(foreign_nodes(), query_str=QUERY))
-    assert before[0] == TEXTS[0] and after[0] == TEXTS[3]
+    assert before[0] == TEXTS[0]
+    assert after[0] == TEXTS[3]
 
 
 def test_feedback_changes_the_order_of_our_nodes(mem):
@@ -79,7 +81,8 @@ def test_feedback_changes_the_order_of_our_nodes(mem):
 async def test_async_path_and_our_nodes_use_stored_vectors(mem):
     mem.add_session([{"speaker": "user", "text": TEXTS[0]}], user_id="u1", session_id="s1")
     ours = hits_to_nodes(mem.search("cats", user_id="u1", k=1))
-    assert ours and ours[0].node.metadata["rmm_memory_id"] == ours[0].node.node_id
+    assert ours
+    assert ours[0].node.metadata["rmm_memory_id"] == ours[0].node.node_id
     reranker = RMMReranker(memory=mem, user_id="u1")
     out = await reranker.apostprocess_nodes(ours + foreign_nodes()[1:], query_str=QUERY)
     assert out[0].node.node_id == ours[0].node.node_id

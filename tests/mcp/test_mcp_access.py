@@ -102,21 +102,27 @@ def test_a_memory_becomes_json_with_its_validity_and_versions():
     out = memory_dict(memory, versions=True)
     json.dumps(out, allow_nan=False)
     assert out["valid_from"] == out["occurred_at"] == "2024-05-01T00:00:00+00:00"
-    assert out["current"] is True and out["valid_to"] is None and out["superseded_by"] is None
-    assert out["supersedes"] == ["m1"] and out["conflicts"] == ["m3"]
-    assert out["attrs"] == {"score": None, "tags": ["x"]} and out["metadata"] == {"n": [1, 2]}
+    assert out["current"] is True
+    assert out["valid_to"] is None
+    assert out["superseded_by"] is None
+    assert out["supersedes"] == ["m1"]
+    assert out["conflicts"] == ["m3"]
+    assert out["attrs"] == {"score": None, "tags": ["x"]}
+    assert out["metadata"] == {"n": [1, 2]}
     [version] = out["versions"]
     assert (version["version"], version["reason"], version["refs"], version["at"]) == \
         (1, "created", ["s:1"], "2024-05-01T00:00:00+00:00")
     assert "versions" not in memory_dict(memory)
     hit = hit_dict(MemoryHit(memory, 0.8, "[1 May 2024] Lives in Porto.", 0))
     assert (hit["id"], hit["score"], hit["rank"], hit["refs"]) == ("m2", 0.8, 0, ["s:1"])
-    assert hit["text"].startswith("[1 May") and hit["memory_text"] == "Lives in Porto."
+    assert hit["text"].startswith("[1 May")
+    assert hit["memory_text"] == "Lives in Porto."
 
 
 def test_a_fixed_agent_or_run_is_the_default_and_the_only_one():
     access = Access(fixed_scope={"agent_id": "planner"})
     assert access.scope("agent_id", None) == access.scope("agent_id", "planner") == "planner"
-    assert access.scope("run_id", None) is None and access.scope("run_id", "r1") == "r1"
+    assert access.scope("run_id", None) is None
+    assert access.scope("run_id", "r1") == "r1"
     with pytest.raises(AccessDenied, match="serves agent_id 'planner' only, not 'coder'"):
         access.scope("agent_id", "coder")

@@ -27,12 +27,17 @@ async def test_a_fact_added_is_found_by_the_next_search_with_its_fields(tmp_path
         await call(s, "add", content="My sister Ana lives in Porto.", user_id="alice")
         found = await call(s, "search", query="what is my dog called?", user_id="alice", k=2)
     top = found["hits"][0]
-    assert top["id"] == added["id"] and "Rex" in top["text"] and 0 < top["score"] <= 1
-    assert top["rank"] == 0 and top["memory_text"] == added["text"] and top["refs"] == []
+    assert top["id"] == added["id"]
+    assert "Rex" in top["text"]
+    assert 0 < top["score"] <= 1
+    assert top["rank"] == 0
+    assert top["memory_text"] == added["text"]
+    assert top["refs"] == []
     for name in ("session_ids", "occurred_at", "created_at", "valid_from", "valid_to",
                  "current", "superseded_by", "supersedes", "conflicts", "metadata"):
         assert name in top, name
-    assert top["current"] is True and len(found["hits"]) == 2
+    assert top["current"] is True
+    assert len(found["hits"]) == 2
 
 
 async def test_a_changed_fact_supersedes_and_as_of_answers_the_past(tmp_path):
@@ -47,10 +52,12 @@ async def test_a_changed_fact_supersedes_and_as_of_answers_the_past(tmp_path):
                            as_of="2024-02-05"))["hits"]
         bad = await refused(s, "search", query="webinar", user_id="di", as_of="soon")
     assert [h["id"] for h in now] == [new["id"], old["id"]]
-    assert now[1]["current"] is False and now[1]["superseded_by"] == new["id"]
+    assert now[1]["current"] is False
+    assert now[1]["superseded_by"] == new["id"]
     assert "(changed 10 February 2024 → " in now[1]["text"]
     assert [h["id"] for h in then] == [old["id"]]
-    assert "InvalidInputError" in bad and "as_of" in bad
+    assert "InvalidInputError" in bad
+    assert "as_of" in bad
 
 
 async def test_a_conversation_is_reflected_and_found_with_its_turns(tmp_path):
@@ -60,11 +67,14 @@ async def test_a_conversation_is_reflected_and_found_with_its_turns(tmp_path):
                  "timestamp": "2024-05-01T10:00:00+00:00"}]
     async with stdio_session(tmp_path / "m.sqlite") as s:
         added = (await call(s, "add", content=messages, user_id="bo", agent_id="tutor"))
-        assert added["added"] and all(m["metadata"] == {"agent_id": "tutor"}
+        assert added["added"]
+        assert all(m["metadata"] == {"agent_id": "tutor"}
                                       for m in added["added"])
         hits = (await call(s, "search", query="which instrument am I learning?",
                            user_id="bo", agent_id="tutor"))["hits"]
-        assert "cello" in hits[0]["text"] and hits[0]["refs"] and hits[0]["session_ids"]
+        assert "cello" in hits[0]["text"]
+        assert hits[0]["refs"]
+        assert hits[0]["session_ids"]
         other = await call(s, "search", query="cello", user_id="bo", agent_id="someone-else")
         assert other["hits"] == []
         assert (await call(s, "search", query="cello", user_id="bo",
@@ -75,10 +85,12 @@ async def test_get_update_history_delete(tmp_path):
     async with stdio_session(tmp_path / "m.sqlite") as s:
         [m] = (await call(s, "add", content="I work at a bakery.", user_id="cy"))["added"]
         got = await call(s, "get", memory_id=m["id"], user_id="cy")
-        assert got["text"] == "I work at a bakery." and len(got["versions"]) == 1
+        assert got["text"] == "I work at a bakery."
+        assert len(got["versions"]) == 1
         changed = await call(s, "update", memory_id=m["id"], text="I work at a library.",
                              user_id="cy", metadata={"topic": "work"})
-        assert changed["text"] == "I work at a library." and changed["metadata"] == \
+        assert changed["text"] == "I work at a library."
+        assert changed["metadata"] == \
             {"topic": "work"}
         versions = (await call(s, "history", memory_id=m["id"], user_id="cy"))["versions"]
         assert [v["text"] for v in versions] == ["I work at a bakery.", "I work at a library."]
@@ -102,8 +114,10 @@ async def test_profile_reads_the_working_context(tmp_path):
         empty = await call(s, "profile", user_id="nobody")
     assert profile["blocks"]["human"] == "Dee is vegetarian and lives in Oslo."
     assert profile["messages"] == [{"speaker": "user", "text": "Book me a table for Friday."}]
-    assert "vegetarian" in profile["context"] and profile["memories"] == 1
-    assert empty["blocks"]["human"] == "" and empty["memories"] == 0
+    assert "vegetarian" in profile["context"]
+    assert profile["memories"] == 1
+    assert empty["blocks"]["human"] == ""
+    assert empty["memories"] == 0
 
 
 BAD_CALLS = [
@@ -203,7 +217,7 @@ async def test_a_killed_server_loses_no_acknowledged_add(tmp_path):
     db, pid_file = tmp_path / "m.sqlite", tmp_path / "pid"
     conversation = [{"role": "user", "content": "My passport number ends in 4471."},
                     {"role": "assistant", "content": "Noted."}]
-    with pytest.raises(BaseException):  # noqa: B017 - the client sees its server die
+    with pytest.raises(BaseException):  # noqa: B017, PT011 - the client sees its server die
         async with stdio_session(db, pid_file=pid_file) as s:
             [fact] = (await call(s, "add", content="The spare key is under the blue pot.",
                                  user_id="fay"))["added"]

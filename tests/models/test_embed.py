@@ -33,7 +33,8 @@ def test_runtimes_match_the_float_model(runtime, reference):
     embedder = runtime()
     batch = embedder.embed(TEXTS)
     alone = np.stack([embedder.embed([t])[0] for t in TEXTS])
-    assert batch.shape == (len(TEXTS), 384) and batch.dtype == np.float32
+    assert batch.shape == (len(TEXTS), 384)
+    assert batch.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
     assert (batch * reference).sum(axis=1).min() > 0.99  # int8-stored weights: 0.994+
     assert (alone * batch).sum(axis=1).min() > 0.9995  # padding in a batch changes nothing

@@ -87,13 +87,17 @@ class Recorder:
 def test_a_stated_dimension_skips_the_probe_and_a_wrong_one_is_not_trusted():
     batch = Recorder([[0.0, 0.0, 2.0], [0.0, 0.0, 0.0]])
     stated = BatchEmbedder(batch, name="r", dim=3)
-    assert batch.calls == [] and stated.embed([]).shape == (0, 3) and batch.calls == []
+    assert batch.calls == []
+    assert stated.embed([]).shape == (0, 3)
+    assert batch.calls == []
     out = stated.embed(["a", "b"])
-    assert out.dtype == np.float32 and out.flags["C_CONTIGUOUS"]
+    assert out.dtype == np.float32
+    assert out.flags["C_CONTIGUOUS"]
     np.testing.assert_array_equal(out, [[0, 0, 1], [0, 0, 0]])  # a zero row stays zero
     for not_a_dim in (None, True, 0, -3, "3", 3.0):
         probed = BatchEmbedder(batch, name="r", dim=not_a_dim)
-        assert probed.dim == 3 and batch.calls[-1] == [PROBE_TEXT]
+        assert probed.dim == 3
+        assert batch.calls[-1] == [PROBE_TEXT]
 
 
 def test_vectors_that_are_not_finite_are_refused():
@@ -120,4 +124,5 @@ def test_the_framework_is_called_from_one_thread_at_a_time():
     wrapper = BatchEmbedder(batch, name="slow", dim=2)
     with ThreadPoolExecutor(4) as pool:
         done = list(pool.map(lambda i: wrapper.embed([f"text {i}"] * (1 + i % 3)), range(16)))
-    assert [len(v) for v in done] == [1 + i % 3 for i in range(16)] and most[0] == 1
+    assert [len(v) for v in done] == [1 + i % 3 for i in range(16)]
+    assert most[0] == 1

@@ -54,4 +54,5 @@ def test_a_registered_adapter_wraps_its_package_objects():
     Foreign = type("Foreign", (), {"__module__": "someframework.models"})
     register_llm_adapter("someframework", Wrapped)
     llm = as_llm(Foreign())
-    assert isinstance(llm, Wrapped) and llm.complete("x") == "wrapped"
+    assert isinstance(llm, Wrapped)
+    assert llm.complete("x") == "wrapped"

@@ -33,4 +33,6 @@ def test_a_callable_answers_the_workflow_judge_without_falling_back():
         warnings.simplefilter("error")  # a fallback would warn
         verdict = LLMSuccessJudge(fake).judge(Trajectory("book a table", [], "error: closed"))
         same = IncrementalLLMSegmenter(fake).continues([Turn("a", "hi")], Turn("b", "hello"))
-    assert verdict is True and same is True and len(calls) == 2
+    assert verdict is True
+    assert same is True
+    assert len(calls) == 2

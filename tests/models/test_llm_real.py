@@ -44,16 +44,19 @@ def test_real_llm_extracts_with_valid_refs_and_merges_repeats(tmp_path, embedder
     memories = mem.memories(user_id="u")
     usage = mem.usage(user_id="u")
     print("\n".join(f"{m.refs} {m.text!r} v{len(m.versions)}" for m in memories), usage)
-    assert memories and all(m.refs and set(m.refs) <= ids for m in memories)
+    assert memories
+    assert all(m.refs and set(m.refs) <= ids for m in memories)
     assert any(m.attrs.get("source") == "llm" for m in memories)
-    assert usage["sessions"] == 2 and usage["calls"] <= 6 + usage["failures"] * 2
+    assert usage["sessions"] == 2
+    assert usage["calls"] <= 6 + usage["failures"] * 2
     # the dog and the marathon come up again in session 2: at least one of them is merged
     # into its session-1 memory, which then holds both provenances and both versions
     merged = [m for m in memories if len(m.versions) >= 2]
     assert merged, memories
     for m in merged:
         assert {r[0] for r in m.refs} == {"1", "2"}
-        assert m.versions[0].reason == "created" and m.versions[0].refs == tuple(
+        assert m.versions[0].reason == "created"
+        assert m.versions[0].refs == tuple(
             r for r in m.refs if r.startswith("1:"))
     assert len(memories) < 5  # 3 topics at most once each would be 3; no full duplication
     mem.close()

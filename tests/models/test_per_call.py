@@ -13,13 +13,15 @@ def answer(prompt: str) -> str:
 def test_none_or_the_own_llm_give_the_own_one_and_another_is_metered_once():
     own = metered(answer, MemoryConfig())
     llms = PerCallLLMs(own, MemoryConfig())
-    assert llms.get(None) is own and llms.get(own) is own
+    assert llms.get(None) is own
+    assert llms.get(own) is own
 
     def other(prompt: str) -> str:
         return "other"
 
     first = llms.get(other)
-    assert first is not own and first.complete("hi") == "other"
+    assert first is not own
+    assert first.complete("hi") == "other"
     assert llms.get(other) is first
 
 
@@ -27,6 +29,7 @@ def test_only_the_last_few_are_kept():
     llms = PerCallLLMs(None, MemoryConfig(), keep=2)
     fakes = [lambda prompt, n=n: str(n) for n in range(3)]
     wrapped = [llms.get(f) for f in fakes]
-    assert llms.get(fakes[2]) is wrapped[2] and llms.get(fakes[1]) is wrapped[1]
+    assert llms.get(fakes[2]) is wrapped[2]
+    assert llms.get(fakes[1]) is wrapped[1]
     assert llms.get(fakes[0]) is not wrapped[0]  # pushed out by the later two
     assert llms.get(None) is None  # no own LLM

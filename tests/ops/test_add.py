@@ -48,7 +48,8 @@ def test_messages_from_a_json_lines_file_are_one_session(tmp_path):
     db = tmp_path / "m.sqlite"
     assert main(["--db", str(db), "add", "--user", "kai", str(source)]) == OK
     turns, _ = stored(db, "kai")
-    assert len({t.session_id for t in turns}) == 1 and len(turns) == 2
+    assert len({t.session_id for t in turns}) == 1
+    assert len(turns) == 2
 
 
 def test_the_packaged_sample_is_added(tmp_path, capsys):
@@ -56,7 +57,8 @@ def test_the_packaged_sample_is_added(tmp_path, capsys):
     assert main(["--db", str(db), "add", "--user", "maya", "--sample"]) == OK
     assert "added 5 sessions (30 turns) for maya" in capsys.readouterr().out
     turns, memories = stored(db, "maya")
-    assert len(turns) == 30 and memories
+    assert len(turns) == 30
+    assert memories
 
 
 @pytest.mark.parametrize(("content", "message"), [
@@ -89,7 +91,8 @@ def test_a_missing_file_is_bad_data(tmp_path, capsys):
 def test_the_sample_has_questions_whose_evidence_is_in_it():
     data = json.loads(sample_path().read_text())
     ids = {t.id for s in read_sessions(sample_path()) for t in s["turns"]}
-    assert data["questions"] and all(set(q["evidence"]) <= ids for q in data["questions"])
+    assert data["questions"]
+    assert all(set(q["evidence"]) <= ids for q in data["questions"])
 
 
 def test_users_counts_one_user_in_the_singular(tmp_path, capsys):

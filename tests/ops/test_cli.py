@@ -47,7 +47,9 @@ def rmm(capsys, *argv: str) -> tuple[int, str, str]:
 def test_inspect_shows_source_turns_and_versions(db, capsys):
     code, out, _ = rmm(capsys, "inspect", "--db", db, "--user", "u1")
     assert code == OK
-    assert "from turns:" in out and "s1:1" in out and "v1 created" in out
+    assert "from turns:" in out
+    assert "s1:1" in out
+    assert "v1 created" in out
     assert "v2 merged" in out  # the repeated session merged into an existing memory
     code, out, _ = rmm(capsys, "--db", db, "inspect", "--user", "u1", "--json")
     rows = [json.loads(line) for line in out.splitlines()]
@@ -60,11 +62,15 @@ def test_search_prints_hits_with_scores_and_refs(db, capsys):
     code, out, _ = rmm(capsys, "search", "--db", db, "--user", "u1",
                        "Which agency is Caroline using to adopt?", "--k", "2", "--json")
     hits = [json.loads(line) for line in out.splitlines()]
-    assert code == OK and len(hits) == 2
-    assert "agency" in hits[0]["text"] and hits[0]["refs"][0].startswith("s2:")
+    assert code == OK
+    assert len(hits) == 2
+    assert "agency" in hits[0]["text"]
+    assert hits[0]["refs"][0].startswith("s2:")
     assert hits[0]["score"] >= hits[1]["score"]
     code, out, _ = rmm(capsys, "search", "--db", db, "--user", "u1", "sunrise painting")
-    assert code == OK and out.startswith("1. score ") and "refs s1:" in out
+    assert code == OK
+    assert out.startswith("1. score ")
+    assert "refs s1:" in out
 
 
 def test_search_leaves_idle_sessions_to_the_application(db, capsys):
@@ -85,11 +91,14 @@ def test_stats_counts_everything_and_one_user(db, capsys):
     code, out, _ = rmm(capsys, "stats", "--db", db, "--json")
     figures = json.loads(out)
     assert code == OK
-    assert figures["users"] == 1 and figures["sessions"] == 4
+    assert figures["users"] == 1
+    assert figures["sessions"] == 4
     assert figures["turns"] == 2 * len(PAINTING) + len(ADOPTION) + 1
-    assert figures["memories"] >= 2 and figures["llm_calls"] == 0
+    assert figures["memories"] >= 2
+    assert figures["llm_calls"] == 0
     code, out, _ = rmm(capsys, "stats", "--db", db, "--user", "u1")
-    assert code == OK and "memories" in out
+    assert code == OK
+    assert "memories" in out
 
 
 def test_export_import_round_trip_is_exact(db, tmp_path, capsys, embedder):
@@ -97,7 +106,8 @@ def test_export_import_round_trip_is_exact(db, tmp_path, capsys, embedder):
     assert rmm(capsys, "export", "--db", db, "--user", "u1", "--out", str(out_file))[0] == OK
     fresh = str(tmp_path / "fresh.sqlite")
     code, out, _ = rmm(capsys, "--db", fresh, "import", str(out_file))
-    assert code == OK and "imported u1" in out
+    assert code == OK
+    assert "imported u1" in out
     a = ReflectiveMemory.open(db, embedder=embedder, sessions={"idle_timeout": None})
     b = ReflectiveMemory.open(fresh, embedder=embedder, sessions={"idle_timeout": None})
     assert a.turns(user_id="u1") == b.turns(user_id="u1")
@@ -145,17 +155,23 @@ def test_bad_import_data_writes_nothing(db, tmp_path, capsys):
 def test_missing_database_bad_url_and_unknown_user(db, tmp_path, capsys):
     missing = tmp_path / "none.sqlite"
     code, _, err = rmm(capsys, "stats", "--db", str(missing))
-    assert code == NO_DATABASE and "no database" in err and not missing.exists()
+    assert code == NO_DATABASE
+    assert "no database" in err
+    assert not missing.exists()
     assert rmm(capsys, "stats", "--db", f"sqlite:///{missing}")[0] == NO_DATABASE
     assert not missing.exists()
     assert rmm(capsys, "stats", "--db", f"sqlite:///{db}")[0] == OK
     code, _, err = rmm(capsys, "stats", "--db", "mysql://x/y")
-    assert code == NO_DATABASE and "unsupported database URL" in err
+    assert code == NO_DATABASE
+    assert "unsupported database URL" in err
     code, _, err = rmm(capsys, "stats", "--db", "postgresql://bob:s3cret@127.0.0.1:1/x")
-    assert code == NO_DATABASE and "bob:***@" in err and "s3cret" not in err
+    assert code == NO_DATABASE
+    assert "bob:***@" in err
+    assert "s3cret" not in err
     assert err.count("\n") == 1  # one line, whatever the driver's message holds
     code, _, err = rmm(capsys, "inspect", "--db", db, "--user", "nobody")
-    assert code == UNKNOWN_USER and "unknown user" in err
+    assert code == UNKNOWN_USER
+    assert "unknown user" in err
     not_a_db = tmp_path / "text.sqlite"
     not_a_db.write_text("hello")
     assert rmm(capsys, "stats", "--db", str(not_a_db))[0] == NO_DATABASE
@@ -167,7 +183,8 @@ def test_missing_database_bad_url_and_unknown_user(db, tmp_path, capsys):
 def test_rmm_db_environment_variable_is_the_default(db, capsys, monkeypatch):
     monkeypatch.setenv("RMM_DB", db)
     code, out, _ = rmm(capsys, "stats", "--json")
-    assert code == OK and json.loads(out)["users"] == 1
+    assert code == OK
+    assert json.loads(out)["users"] == 1
 
 
 def test_forget_asks_for_the_user_id(db, capsys, monkeypatch):
@@ -182,7 +199,8 @@ def test_forget_asks_for_the_user_id(db, capsys, monkeypatch):
 
     monkeypatch.setattr("builtins.input", closed_input)  # Ctrl-D at the prompt
     code, _, err = rmm(capsys, "forget", "--db", db, "--user", "u1")
-    assert code == REFUSED and "nothing deleted" in err
+    assert code == REFUSED
+    assert "nothing deleted" in err
     assert json.loads(rmm(capsys, "stats", "--db", db, "--json")[1])["users"] == 1
     monkeypatch.setattr("builtins.input", lambda prompt: "u1")
     assert rmm(capsys, "forget", "--db", db, "--user", "u1")[0] == OK
@@ -198,7 +216,8 @@ def test_installed_entry_point_runs(db):
     assert "memories of u1" in done.stdout
     done = subprocess.run([sys.executable, "-m", "rmm_core.cli", "stats", "--help"],
                           capture_output=True, text=True, timeout=120)
-    assert "example:" in done.stdout and "exit codes:" in done.stdout
+    assert "example:" in done.stdout
+    assert "exit codes:" in done.stdout
 
 
 @pytest.mark.backends
@@ -222,13 +241,18 @@ def test_users_lists_every_user_with_counts(db, capsys):
     store.close()
     code, out, _ = rmm(capsys, "users", "--db", db, "--json")
     rows = {r["user_id"]: r for r in map(json.loads, out.splitlines())}
-    assert code == OK and set(rows) == {"u1", "u2"}
-    assert rows["u1"]["sessions"] == 4 and rows["u1"]["turns"] == 2 * len(PAINTING) + \
-        len(ADOPTION) + 1 and rows["u1"]["memories"] >= 2
+    assert code == OK
+    assert set(rows) == {"u1", "u2"}
+    assert rows["u1"]["sessions"] == 4
+    assert rows["u1"]["turns"] == 2 * len(PAINTING) + \
+        len(ADOPTION) + 1
+    assert rows["u1"]["memories"] >= 2
     assert rows["u2"] == {"user_id": "u2", "sessions": 1, "turns": 1, "memories": 0,
                           "sessions_waiting": 1, "sessions_failed": 0}
     code, out, _ = rmm(capsys, "users", "--db", db)
-    assert code == OK and out.startswith("u1  4 sessions") and out.endswith("2 users\n")
+    assert code == OK
+    assert out.startswith("u1  4 sessions")
+    assert out.endswith("2 users\n")
 
 
 def test_inspect_limit_and_one_memory(db, capsys):
@@ -236,11 +260,13 @@ def test_inspect_limit_and_one_memory(db, capsys):
                                               "--json")[1].splitlines()]
     assert len(every) >= 2
     code, out, _ = rmm(capsys, "inspect", "--db", db, "--user", "u1", "--limit", "1")
-    assert code == OK and out.count("    text: ") == 1
+    assert code == OK
+    assert out.count("    text: ") == 1
     assert out.endswith(f"1 of {len(every)} memories of u1\n")
     code, out, _ = rmm(capsys, "inspect", "--db", db, "--user", "u1", "--json",
                        "--memory", every[-1]["id"])
-    assert code == OK and [json.loads(line) for line in out.splitlines()] == [every[-1]]
+    assert code == OK
+    assert [json.loads(line) for line in out.splitlines()] == [every[-1]]
     assert rmm(capsys, "inspect", "--db", db, "--user", "u1", "--memory", "nope")[0] \
         == UNKNOWN_USER
     assert rmm(capsys, "inspect", "--db", db, "--user", "u1", "--limit", "0")[0] == USAGE
@@ -254,16 +280,20 @@ def test_reflect_reflects_waiting_sessions_only_unless_open(db, capsys):
     before = json.loads(rmm(capsys, "stats", "--db", db, "--user", "u1", "--json")[1])
     assert before["sessions_waiting"] == 2  # the idle one and the open one
     code, out, _ = rmm(capsys, "reflect", "--db", db, "--user", "u1")
-    assert code == OK and out.startswith("reflected 1 of 1 sessions")
+    assert code == OK
+    assert out.startswith("reflected 1 of 1 sessions")
     store = open_store(db)
-    assert store.session("u1", "idle").reflected == 1 and store.session("u1", "d").reflected == 0
+    assert store.session("u1", "idle").reflected == 1
+    assert store.session("u1", "d").reflected == 0
     assert any("sold my old car" in m.text for m in store.memories("u1"))
     store.close()
     code, out, _ = rmm(capsys, "reflect", "--db", db, "--open", "--set",
                        "sessions.idle_timeout=60")
-    assert code == OK and out.startswith("reflected 1 of 1 sessions")
+    assert code == OK
+    assert out.startswith("reflected 1 of 1 sessions")
     after = json.loads(rmm(capsys, "stats", "--db", db, "--user", "u1", "--json")[1])
-    assert after["sessions_waiting"] == 0 and after["memories"] > before["memories"]
+    assert after["sessions_waiting"] == 0
+    assert after["memories"] > before["memories"]
     with pytest.warns(DeprecationWarning, match="'sessions.idle_timeout'"):  # the old name
         assert rmm(capsys, "reflect", "--db", db, "--set", "session_idle_timeout=60")[0] == OK
     assert rmm(capsys, "reflect", "--db", db, "--set", "no_such_field=1")[0] == USAGE
@@ -276,12 +306,17 @@ def test_progress_bars_show_on_request_and_switch_off(db, tmp_path, capsys, monk
     out = str(tmp_path / "u1.jsonl")
     monkeypatch.setenv("RMM_PROGRESS", "1")
     code, _, err = rmm(capsys, "export", "--db", db, "--user", "u1", "--out", out)
-    assert code == OK and "exporting" in err and "record" in err
+    assert code == OK
+    assert "exporting" in err
+    assert "record" in err
     code, _, err = rmm(capsys, "--db", str(tmp_path / "copy.sqlite"), "import", out)
-    assert code == OK and "reading" in err
+    assert code == OK
+    assert "reading" in err
     code, _, err = rmm(capsys, "--no-progress", "export", "--db", db, "--user", "u1",
                        "--out", out)
-    assert code == OK and "exporting" not in err
+    assert code == OK
+    assert "exporting" not in err
     monkeypatch.delenv("RMM_PROGRESS")
     code, _, err = rmm(capsys, "export", "--db", db, "--user", "u1", "--out", out)
-    assert code == OK and "exporting" not in err  # not a terminal: no bar by default
+    assert code == OK
+    assert "exporting" not in err

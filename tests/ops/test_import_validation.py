@@ -103,7 +103,8 @@ def test_damaged_exports_are_refused_and_nothing_is_written(records, tmp_path, e
         store = mem.store
         with pytest.raises(InvalidInputError):
             import_records(store, poisoned(records, damage), user_id="u1")
-        assert not store.has_user("u1") and store.counts()["users"] == 1
+        assert not store.has_user("u1")
+        assert store.counts()["users"] == 1
         assert import_records(store, records)["memories"] == \
             sum(r["type"] == "memory" for r in records)  # the intact export imports
 

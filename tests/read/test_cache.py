@@ -21,16 +21,19 @@ def test_an_index_is_kept_updated_in_place_and_dropped(tmp_path, embedder):
     indexes = IndexCache(store, cache, english_stemmer())
     first = add(store, embedder, "u", "I play the cello on Sundays.")
     index = indexes.get("u")
-    assert index.ids == [first.id] and indexes.get("u") is index  # nothing changed: kept
+    assert index.ids == [first.id]
+    assert indexes.get("u") is index
     second = add(store, embedder, "u", "My brother lives in Oslo.")
     updated = indexes.get("u")
     assert updated.ids == [first.id, second.id]
     assert updated._chain is index._chain  # the change applied, not a rebuild
-    assert indexes.get("other").ids == [] and index_key("u") in cache.keys()
+    assert indexes.get("other").ids == []
+    assert index_key("u") in cache.keys()
     indexes.drop("u")
     assert index_key("u") not in cache.keys()
     rebuilt = indexes.get("u")
-    assert rebuilt.ids == updated.ids and rebuilt._chain is not updated._chain
+    assert rebuilt.ids == updated.ids
+    assert rebuilt._chain is not updated._chain
     store.close()
 
 
@@ -47,7 +50,8 @@ def test_an_index_larger_than_the_budget_is_not_rebuilt_when_other_entries_push_
     assert index_key("u") not in cache.keys()
     assert indexes.get("u") is index  # still served, not rebuilt
     indexes.get("other")  # another user's index becomes the one kept
-    assert indexes.get("u") is not index and indexes.get("u").ids == index.ids
+    assert indexes.get("u") is not index
+    assert indexes.get("u").ids == index.ids
     indexes.drop("u")
     assert indexes.get("u") is not index
     store.close()

@@ -139,8 +139,10 @@ def test_a_long_passage_keeps_the_sentences_the_question_shares_words_with():
     out = excerpts(hits, "Which database did the budget tracker move to?", np.zeros(4), {})
     assert out[:WHOLE] == hits[:WHOLE]
     cut = out[2]
-    assert "PostgreSQL" in cut.text and len(cut.text.split()) <= EXCERPT_WORDS
-    assert cut.text.startswith("[1 May 2024] user: ") and cut.refs == ["7"]
+    assert "PostgreSQL" in cut.text
+    assert len(cut.text.split()) <= EXCERPT_WORDS
+    assert cut.text.startswith("[1 May 2024] user: ")
+    assert cut.refs == ["7"]
 
 
 def test_a_memory_whose_lines_are_not_its_turns_is_left_whole():

@@ -32,7 +32,8 @@ def test_parts_add_up_to_what_the_search_ranked_by(sample):
     assert len(e.rows) == len(result.candidates)
     for row in e.rows:
         assert sum(row.rerank.values()) == pytest.approx(row.rerank_score, abs=1e-4)
-        assert row.signals["bm25"] is not None and row.signals["bm25"] >= 0
+        assert row.signals["bm25"] is not None
+        assert row.signals["bm25"] >= 0
     assert set(e.weights) == set(e.rows[0].rerank) - {"retrieval_z"}
     assert mem.search(QUERY, user_id="maya", k=4).explanation is None
 
@@ -42,7 +43,8 @@ def test_signal_scale_is_the_one_the_fusion_used(sample):
     remainder the explanation calls `neighbours` must then be zero."""
     mem = sample(fusion={"neighbour_smoothing": 0.0})
     e = mem.search(QUERY, user_id="maya", k=5, explain=True).explanation
-    assert e.rows and all(r.retrieval["neighbours"] == pytest.approx(0.0, abs=1e-4)
+    assert e.rows
+    assert all(r.retrieval["neighbours"] == pytest.approx(0.0, abs=1e-4)
                           for r in e.rows)
 
 
@@ -62,7 +64,8 @@ def test_provisional_turns_are_marked(open_memory):
     mem.append([{"speaker": "Maya", "text": "I just bought a red kayak for the lake."}],
                user_id="maya", session_id="open")
     e = mem.search("what boat did I buy?", user_id="maya", k=3, explain=True).explanation
-    assert e.hits and e.hits[0].provisional
+    assert e.hits
+    assert e.hits[0].provisional
     assert "[provisional]" in format_explanation(e)
 
 
@@ -73,7 +76,9 @@ def test_cli_prints_the_explanation(tmp_path, capsys, embedder):
     assert main(["--db", db, "search", "--user", "maya", QUERY, "--explain",
                  "--budget", "60"]) == 0
     out = capsys.readouterr().out
-    assert "60 words of context hold the first" in out and "bm25" in out
+    assert "60 words of context hold the first" in out
+    assert "bm25" in out
     assert main(["--db", db, "search", "--user", "maya", QUERY, "--explain", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["cut"] <= 5 and data["rows"][0]["final_rank"] == 0
+    assert data["cut"] <= 5
+    assert data["rows"][0]["final_rank"] == 0

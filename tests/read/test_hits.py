@@ -56,7 +56,8 @@ def test_a_single_hit_has_a_positive_score(open_memory):
     mem = open_memory()
     mem.add_session(SESSION, user_id="u1")
     hits = mem.search("When did Melanie paint a sunrise?", user_id="u1", k=3).hits
-    assert len(hits) == 1 and 0.3 < hits[0].score <= 1.0
+    assert len(hits) == 1
+    assert 0.3 < hits[0].score <= 1.0
 
 
 def test_scores_are_relevance_in_zero_one_comparable_across_queries(bank):
@@ -84,7 +85,9 @@ def test_printed_answer_is_short(bank):
     answer = bank.respond("What is my dog called?", user_id="u1", k=4,
                           llm=lambda prompt: "Your dog is Rex [1].", explore=False)
     shown = repr(answer)
-    assert len(shown) < 300 and "Rex" in shown and answer.cited_ids[0] in shown
+    assert len(shown) < 300
+    assert "Rex" in shown
+    assert answer.cited_ids[0] in shown
 
 
 def test_bm25s_logs_at_the_applications_level():

@@ -51,7 +51,8 @@ def assert_same_as_rebuild(mem: ReflectiveMemory, user: str) -> UserIndex:
     cached = mem._indexes.get(user)
     fresh = UserIndex(mem.store.index_data(user), mem._stemmer)
     assert cached.generation == fresh.generation
-    assert cached.ids == fresh.ids and cached.metadata == fresh.metadata
+    assert cached.ids == fresh.ids
+    assert cached.metadata == fresh.metadata
     for query in QUERIES:
         assert_same_ranking(*ranked(cached, mem, query), *ranked(fresh, mem, query))
         assert np.array_equal(cached.lexical_scores(query), fresh.lexical_scores(query))
@@ -165,7 +166,9 @@ def test_the_store_says_what_changed_since_a_generation(store_target, embedder):
     mem.delete(other.id, user_id="u")
     delta = store.index_changes("u", first)
     changed = set(delta.data.ids)
-    assert fact.id in changed and other.id not in changed and delta.removed == [other.id]
+    assert fact.id in changed
+    assert other.id not in changed
+    assert delta.removed == [other.id]
     assert changed == {m.id for m in mem.memories(user_id="u")}
     assert delta.data.generation == store.generation("u")
     assert delta.data.seqs == sorted(delta.data.seqs)
@@ -197,7 +200,8 @@ def test_a_schema_5_store_gains_the_change_log_on_open(store_target, embedder):
     first = assert_same_as_rebuild(mem, "u")
     mem.add_session(session(2), user_id="u", session_id="s2")
     after = assert_same_as_rebuild(mem, "u")
-    assert after._chain is first._chain and len(after) > len(first)
+    assert after._chain is first._chain
+    assert len(after) > len(first)
     mem.close()
     store = open_store(store_target)
     assert store.index_changes("u", after.generation) is not None
@@ -262,7 +266,8 @@ def test_the_approximate_index_is_trained_once_per_size_class(tmp_path, embedder
     monkeypatch.setattr(index_module, "EXACT_LIMIT", 1000)
     mem = ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=embedder)
     ids = fill(mem.store, "u", 4090, dim=embedder.dim)
-    assert size_class(4090) == 5 and size_class(4096) == 6
+    assert size_class(4090) == 5
+    assert size_class(4096) == 6
     start = Ann.trainings
     query = "I bought zeppelin airship tickets."  # the fact itself: in the list it probes
     vec = embedder.embed([query])[0]
@@ -273,7 +278,8 @@ def test_the_approximate_index_is_trained_once_per_size_class(tmp_path, embedder
     index = mem._indexes.get("u")
     near = index.dense_scores(vec, 10)
     assert index.ids[next(iter(near))] == fact.id  # the new memory is in the shortlist
-    assert ids[0] not in index.ids and Ann.trainings == start + 1
+    assert ids[0] not in index.ids
+    assert Ann.trainings == start + 1
     for i in range(8):  # past 4,096 memories: the next size class, trained once
         mem.add(f"another fact {i} about gardening", user_id="u")
     index = mem._indexes.get("u")
@@ -296,5 +302,7 @@ def test_a_shared_cache_tells_each_owner_of_its_evicted_values():
     told = []
     lru.put("weights", "W", 4, on_evict=lambda key, value: told.append((key, value)))
     lru.put("index:a", "I", 4)
-    assert lru.put("index:b", "J", 4) == ["weights"] and told == [("weights", "W")]
-    assert lru.keys() == ["index:a", "index:b"] and lru.nbytes == 8
+    assert lru.put("index:b", "J", 4) == ["weights"]
+    assert told == [("weights", "W")]
+    assert lru.keys() == ["index:a", "index:b"]
+    assert lru.nbytes == 8

@@ -60,7 +60,8 @@ def test_the_index_keeps_the_vectors_the_store_read(tmp_path):
     before = data.vectors.copy()
     fill(store, "u", 30, dim=16, seed=1)  # appended into the buffer's free rows
     later = index.apply(store.index_changes("u", index.generation))
-    assert later is not None and len(later) == 730
+    assert later is not None
+    assert len(later) == 730
     assert np.array_equal(data.vectors, before)  # the older snapshot's rows untouched
     assert np.array_equal(later.rows_of(729), UserIndex(store.index_data("u")).rows_of(729))
     store.close()
@@ -88,7 +89,8 @@ def test_the_approximate_index_takes_vectors_a_block_at_a_time(tmp_path, monkeyp
 
     ann = Ann(units_at, np.arange(2100))
     training, *added = asked  # the training sample, then the blocks added
-    assert training == 2100 and added == [500, 500, 500, 500, 100]
+    assert training == 2100
+    assert added == [500, 500, 500, 500, 100]
     assert ann.index.ntotal == 2100
     assert ann.search(units[1234], 1)[0] == 1234
 
@@ -132,20 +134,23 @@ def test_a_shortlisted_search_makes_no_bm25_array_over_every_memory(tmp_path, mo
 
 def test_the_bench_bank_draws_real_words_zipf_like_in_chunks(embedder):
     zipf, small = zipf_vocabulary(embedder, size=2000), small_vocabulary(embedder)
-    assert len(zipf.words) == 2000 and all(w.isalpha() and len(w) >= 3 for w in zipf.words)
+    assert len(zipf.words) == 2000
+    assert all(w.isalpha() and len(w) >= 3 for w in zipf.words)
     chunks = list(bank_chunks(5000, zipf, chunk=2000, seed=3))
     assert [len(texts) for texts, _ in chunks] == [2000, 2000, 1000]
     assert chunks[0][1].shape == (2000, 3, embedder.dim)
     assert np.allclose(np.linalg.norm(chunks[2][1], axis=2), 1.0, atol=1e-5)
     again = next(bank_chunks(5000, zipf, chunk=2000, seed=3))
-    assert again[0] == chunks[0][0] and np.array_equal(again[1], chunks[0][1])
+    assert again[0] == chunks[0][0]
+    assert np.array_equal(again[1], chunks[0][1])
 
     def head_share(vocab) -> float:  # share of memories holding the most common word
         texts = [t for texts, _ in bank_chunks(3000, vocab) for t in texts]
         counts = Counter(w for t in texts for w in set(t.split()))
         return counts.most_common(1)[0][1] / len(texts)
 
-    assert head_share(small) > 0.15 and head_share(zipf) < 0.12
+    assert head_share(small) > 0.15
+    assert head_share(zipf) < 0.12
 
 
 def test_a_shortlisted_search_looks_up_the_ivf_while_it_scores_bm25(tmp_path, monkeypatch,

@@ -40,7 +40,8 @@ def mem(open_memory) -> ReflectiveMemory:
 @pytest.mark.parametrize("text", ["hi!", "Thanks", "ok", "good morning", "how are you?", "?!"])
 def test_rule_gate_skips_small_talk(text):
     decision = RuleGate().decide(text, probe=lambda q: 1.0)
-    assert not decision.use_memory and decision.reason == "small talk"
+    assert not decision.use_memory
+    assert decision.reason == "small talk"
 
 
 @pytest.mark.parametrize("text", ["Do you remember what I said about my sister?",
@@ -49,7 +50,8 @@ def test_rule_gate_skips_small_talk(text):
 def test_rule_gate_recalls_on_references_to_the_past(text):
     probed = []
     decision = RuleGate().decide(text, probe=lambda q: probed.append(q) or 0.0)
-    assert decision.use_memory and "refers to" in decision.reason
+    assert decision.use_memory
+    assert "refers to" in decision.reason
     assert probed == []  # a cue decides without touching the bank
 
 
@@ -57,7 +59,8 @@ def test_rule_gate_uses_the_probe_threshold():
     gate = RuleGate(threshold=0.5)
     assert gate.decide("What is Caroline painting", probe=lambda q: 0.51).use_memory
     below = gate.decide("What is Caroline painting", probe=lambda q: 0.49)
-    assert not below.use_memory and "0.49 < 0.50" in below.reason
+    assert not below.use_memory
+    assert "0.49 < 0.50" in below.reason
     assert not gate.decide("What is Caroline painting").use_memory
 
 
@@ -67,13 +70,16 @@ def test_llm_gate_follows_the_llm(answer, expected):
     prompts = []
     gate = LLMGate(lambda p: prompts.append(p) or answer)
     decision = gate.decide("Tell me a joke", previous_turn="user: hello")
-    assert decision.use_memory is expected and decision.reason.startswith("LLM")
-    assert "Tell me a joke" in prompts[0] and "user: hello" in prompts[0]
+    assert decision.use_memory is expected
+    assert decision.reason.startswith("LLM")
+    assert "Tell me a joke" in prompts[0]
+    assert "user: hello" in prompts[0]
 
 
 def test_llm_gate_falls_back_to_rules_on_unclear_or_failing_llm():
     unclear = LLMGate(lambda p: "It depends.").decide("thanks!")
-    assert not unclear.use_memory and "LLM unclear; small talk" == unclear.reason
+    assert not unclear.use_memory
+    assert "LLM unclear; small talk" == unclear.reason
 
     def broken(prompt: str) -> str:
         raise RuntimeError("server down")
@@ -95,7 +101,8 @@ def test_builder_keeps_short_raw_turns_and_summarises_long_ones():
     forms = {i.memory_id: i.form for i in built.items}
     assert forms == {"a": "raw", "b": "summary"}
     assert built.cost == 20 + 2 == count_words(built.text)
-    assert "short b" in built.text and "wb0" not in built.text
+    assert "short b" in built.text
+    assert "wb0" not in built.text
 
 
 def test_builder_uses_raw_when_the_summary_lacks_what_the_query_asks():
@@ -103,7 +110,8 @@ def test_builder_uses_raw_when_the_summary_lacks_what_the_query_asks():
     raw = "Caroline adopted a dog named Rex in June " + "and more words " * 5
     c = Candidate("a", raw, "Caroline got a pet.", ("a:1",))
     built = builder.build("What is the name of Caroline's dog Rex?", [c])
-    assert built.items[0].form == "raw" and "summary would not do" in built.items[0].reason
+    assert built.items[0].form == "raw"
+    assert "summary would not do" in built.items[0].reason
     # same memory, a query the summary answers
     built = builder.build("Does Caroline have a pet?", [c])
     assert built.items[0].form == "summary"
@@ -119,13 +127,15 @@ def test_builder_drops_over_budget_and_always_keeps_the_previous_turn():
     assert built.cost == 26 <= 30
     tiny = ContextBuilder(budget=2, unit="words").build("q", [cand("a", 5, None)],
                                                         previous_turn="a long previous turn")
-    assert tiny.flash == "a long previous turn" and tiny.used == []
+    assert tiny.flash == "a long previous turn"
+    assert tiny.used == []
 
 
 def test_builder_does_not_pay_twice_for_the_same_turns():
     built = ContextBuilder(budget=100, unit="words").build(
         "q", [cand("a", 5, None, ["t1", "t2"]), cand("b", 3, None, ["t2", "t1"])])
-    assert built.items[1].form == "dropped" and "already in context" in built.items[1].reason
+    assert built.items[1].form == "dropped"
+    assert "already in context" in built.items[1].reason
     assert built.refs == ["t1", "t2"]
 
 
@@ -155,9 +165,12 @@ def test_candidates_hold_raw_turns_and_a_readable_summary():
     part_made = Memory("m3", "u1", passage, "LGBTQ support group", ["D1:1"])
     hits = [MemoryHit(m, 1.0, m.text, i) for i, m in enumerate([llm_made, raw_made, part_made])]
     first, second, third = candidates_from(hits, turns)
-    assert first.raw == SESSION[2].render() and first.summary == llm_made.text
-    assert second.raw == SESSION[0].render() and second.summary is None  # no key as prose
-    assert third.raw == SESSION[0].render() and third.summary == passage
+    assert first.raw == SESSION[2].render()
+    assert first.summary == llm_made.text
+    assert second.raw == SESSION[0].render()
+    assert second.summary is None
+    assert third.raw == SESSION[0].render()
+    assert third.summary == passage
 
 
 # through the public API ---------------------------------------------------------------------------
@@ -167,30 +180,37 @@ def test_recall_skips_retrieval_when_the_gate_says_no(mem, monkeypatch):
 
     monkeypatch.setattr(mem, "search", no_search)
     out = mem.recall("thanks, bye!", user_id="u1", previous_turn=SESSION[-1])
-    assert not out.decision.use_memory and out.result is None
-    assert out.context.items == [] and "search" not in out.seconds
+    assert not out.decision.use_memory
+    assert out.result is None
+    assert out.context.items == []
+    assert "search" not in out.seconds
     assert out.text == f"Previous turn:\n{SESSION[-1].render()}"
 
 
 def test_recall_builds_context_from_the_bank(mem):
     out = mem.recall("What did Caroline think of the support group?", user_id="u1",
                      previous_turn="Melanie: how was your week?", budget=200)
-    assert out.decision.use_memory and "similarity" in out.decision.reason
-    assert "support group" in out.text and out.text.endswith("Melanie: how was your week?")
-    assert "D1:1" in out.context.refs and out.context.cost <= 200
+    assert out.decision.use_memory
+    assert "similarity" in out.decision.reason
+    assert "support group" in out.text
+    assert out.text.endswith("Melanie: how was your week?")
+    assert "D1:1" in out.context.refs
+    assert out.context.cost <= 200
     assert "[8 May 2023]" in out.text
 
 
 def test_recall_gate_skips_unrelated_questions(mem):
     out = mem.recall("What is the boiling point of water in Kelvin?", user_id="u1")
-    assert not out.decision.use_memory and out.result is None
+    assert not out.decision.use_memory
+    assert out.result is None
 
 
 def test_recall_with_a_custom_controller_and_validation(mem):
     controller = SCMController(RuleGate(threshold=0.0),
                                ContextBuilder(budget=8, long_raw=100, unit="words"))
     out = mem.recall("support group", user_id="u1", controller=controller)
-    assert out.decision.use_memory and all(i.form == "dropped" for i in out.context.items)
+    assert out.decision.use_memory
+    assert all(i.form == "dropped" for i in out.context.items)
     with pytest.raises(InvalidInputError):
         mem.recall(42, user_id="u1")
     with pytest.raises(InvalidInputError):
@@ -205,6 +225,7 @@ def test_context_bench_keeps_the_budget(locomo_path, capsys):
 
     rows = evaluate(load_locomo(locomo_path, [0]), [500], [60])
     row = rows["500/60"]
-    assert row["scm words/q"] <= 500 and row["plain words/q"] <= 500
+    assert row["scm words/q"] <= 500
+    assert row["plain words/q"] <= 500
     assert 0 < row["scm raw-only %"] <= row["scm recall %"] <= 100
     assert rows["gate"]["questions passed %"] > rows["gate"]["small talk passed %"]

@@ -45,7 +45,8 @@ def search(searcher, query, **kw):
 def test_the_best_memory_comes_first_with_its_text_and_a_relevance(searcher):
     result = search(searcher, "Where does Tomas live?")
     assert [h.memory.text for h in result][0] == FACTS[1]
-    assert len(result.hits) == 2 and len(result.candidates) == len(FACTS)
+    assert len(result.hits) == 2
+    assert len(result.candidates) == len(FACTS)
     assert all(0.0 <= h.score <= 1.0 for h in result)
     assert result.state["ranking"] is not None
     assert search(searcher, "   ").hits == []
@@ -66,7 +67,8 @@ def test_similarity_and_learned_scores_of_given_texts(searcher):
     assert searcher.best_similarity(FACTS[2], "nobody") == 0.0
     scores = searcher.learned_scores("kitten", ["a grey kitten", "a cello"], [None, None],
                                      user_id="u")
-    assert len(scores) == 2 and scores[0] > scores[1]
+    assert len(scores) == 2
+    assert scores[0] > scores[1]
 
 
 def test_candidates_are_scored_on_the_hits_scale_with_their_retrieval_score_apart(searcher):
@@ -77,7 +79,8 @@ def test_candidates_are_scored_on_the_hits_scale_with_their_retrieval_score_apar
         assert hit.retrieval is None
     assert all(0.0 <= c.score <= 1.0 for c in result.candidates)
     fused = [c.retrieval for c in result.candidates]
-    assert None not in fused and fused == sorted(fused, reverse=True)  # retrieval order
+    assert None not in fused
+    assert fused == sorted(fused, reverse=True)
     assert [c.rank for c in result.candidates] == list(range(len(FACTS)))
 
 
@@ -87,5 +90,8 @@ def test_a_result_prints_short(searcher):
         words=500, compressor=FillerCompressor(), embedder=searcher.embedder), source="direct")
     result = search(searcher, "Where does Tomas live?", k=3)
     shown = repr(result)
-    assert len(shown) < 400 and "3 hits" in shown and "Tomas" in shown
-    assert repr(result[0]).startswith("MemoryHit(rank=0, score=") and len(repr(result[0])) < 120
+    assert len(shown) < 400
+    assert "3 hits" in shown
+    assert "Tomas" in shown
+    assert repr(result[0]).startswith("MemoryHit(rank=0, score=")
+    assert len(repr(result[0])) < 120

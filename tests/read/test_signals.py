@@ -14,7 +14,8 @@ def test_distinct_and_its_groups_equal_np_unique():
         held, group = np.unique(keys, return_inverse=True)
         assert np.array_equal(distinct(keys), held)
         mine, where = distinct_groups(keys)
-        assert np.array_equal(mine, held) and np.array_equal(where, group)
+        assert np.array_equal(mine, held)
+        assert np.array_equal(where, group)
 
 
 def test_a_lookup_finds_the_value_of_each_key_present_and_zero_elsewhere():
@@ -25,4 +26,5 @@ def test_a_lookup_finds_the_value_of_each_key_present_and_zero_elsewhere():
     assert found.tolist() == [True, False, True, False, False]
     assert within(np.zeros(0, dtype=np.int64), np.array([1])).tolist() == [False]
     empty, none = looked_up(np.zeros(0, dtype=np.int64), values[:0], np.array([1, 2]))
-    assert empty.tolist() == [0.0, 0.0] and none.tolist() == [False, False]
+    assert empty.tolist() == [0.0, 0.0]
+    assert none.tolist() == [False, False]

@@ -81,13 +81,15 @@ def state_rows(target: str, user: str) -> tuple[int, int]:
 
 
 def test_forget_erases_every_table_and_every_per_user_state(mem, store_target):
-    assert mem.store.has_user(USER) and all(state_rows(store_target, USER))
+    assert mem.store.has_user(USER)
+    assert all(state_rows(store_target, USER))
     bob = count_rows(store_target, "bob")
     mem.forget(user_id=USER)
     assert count_rows(store_target, USER) == dict.fromkeys(USER_TABLES, 0)
     assert state_rows(store_target, USER) == (0, 0)
     assert not mem.store.has_user(USER)
-    assert count_rows(store_target, "bob") == bob and mem.store.has_user("bob")
+    assert count_rows(store_target, "bob") == bob
+    assert mem.store.has_user("bob")
 
 
 def test_feedback_queued_in_a_batch_is_not_logged_after_a_forget(store_target, embedder):
@@ -155,7 +157,8 @@ def test_cli_forgets_a_user_who_has_only_state_rows(store_target, embedder, caps
                 {"observation": "kitchen", "action": "brew quokkafrappe"}]}, user_id=USER)
         else:
             mem.working_context(user_id=USER).core_memory_append("human", "From Brambleton")
-        assert USER not in mem.store.users() and mem.store.has_user(USER)
+        assert USER not in mem.store.users()
+        assert mem.store.has_user(USER)
     assert main(["forget", "--db", store_target, "--user", USER, "--yes"]) == OK
     assert state_rows(store_target, USER) == (0, 0)
     assert main(["forget", "--db", store_target, "--user", USER, "--yes"]) == UNKNOWN_USER
@@ -182,7 +185,8 @@ def test_no_byte_of_a_forgotten_user_stays_in_the_sqlite_files(mem, store_target
     mem.close()
     assert residue(store_target, words) == {"db": [], "-wal": [], "-shm": []}
     with ReflectiveMemory.open(store_target, embedder=mem.embedder) as again:
-        assert again.turns(user_id=USER) == [] and len(again.turns(user_id="bob")) == 2
+        assert again.turns(user_id=USER) == []
+        assert len(again.turns(user_id="bob")) == 2
 
 
 KILLER = textwrap.dedent("""

@@ -87,9 +87,11 @@ def test_database_search_ranks_the_relevant_memory_first_like_in_process(open_me
         assert in_db.hits[0].memory.id == ids[topic], (query, in_db.hits[0].text)
         assert process.search(query, user_id="u", k=3).hits[0].memory.id == ids[topic]
     clay = database.search("what do I make out of clay", user_id="u", k=1).hits[0]
-    assert "pottery" in clay.text and clay.refs  # a reflected memory with its source turns
+    assert "pottery" in clay.text
+    assert clay.refs
     # searching loaded nothing into this instance: its in-process index cache stayed empty
-    assert not loaded(database) and loaded(process)
+    assert not loaded(database)
+    assert loaded(process)
 
 
 @on_postgres
@@ -110,7 +112,8 @@ def test_filters_deletes_forget_and_users_are_applied_in_sql(open_memory):
     assert ids() == {b.id, c.id}
     mem.forget(user_id="u")
     assert ids() == set()
-    assert [h.text for h in mem.search("bees", user_id="other")] and not loaded(mem)
+    assert [h.text for h in mem.search("bees", user_id="other")]
+    assert not loaded(mem)
 
 
 @on_postgres
@@ -195,18 +198,21 @@ def test_auto_builds_the_search_indexes_in_the_background_once_a_user_reaches_th
     writer = open_memory(search={"backend": "process"})  # another connection, as another server's
     in_db = _database_searches(mem, monkeypatch)
     # below the threshold writes maintain no search index and searches run in process
-    assert mem.search("bees", user_id="small").hits and "index:small" in loaded(mem)
+    assert mem.search("bees", user_id="small").hits
+    assert "index:small" in loaded(mem)
     assert not SEARCH_INDEXES & _indexes(store_target)
     blocker = _snapshot_held(store_target)
     try:
         # the first search of a user at the threshold starts the build and does not wait
         found = _soon(lambda: mem.search(QUERIES["dog"], user_id="big"))
-        assert found.hits[0].memory.id == ids["dog"] and "index:big" in loaded(mem)
+        assert found.hits[0].memory.id == ids["dog"]
+        assert "index:big" in loaded(mem)
         _until(lambda: False in _validity(store_target).values(), "building")
         # writers go on during the build; searches stay in process
         new = _soon(lambda: writer.add("I collect fountain pens", user_id="big"))[0]
         assert mem.search("fountain pens", user_id="big").hits[0].memory.id == new.id
-        assert not in_db and not mem._search.database.ready
+        assert not in_db
+        assert not mem._search.database.ready
     finally:
         blocker.rollback()
         blocker.close()
@@ -240,7 +246,8 @@ def test_closing_cancels_the_build_and_a_failed_one_leaves_search_in_process_unt
             "sister"]
         _until(lambda: "building the search indexes failed" in caplog.text, "failed")
         assert failing.search(QUERIES["piano"], user_id="big").hits[0].memory.id == ids["piano"]
-        assert not failing._search.database.ready and "index:big" in loaded(failing)
+        assert not failing._search.database.ready
+        assert "index:big" in loaded(failing)
     finally:
         blocker.rollback()
         blocker.close()
@@ -260,7 +267,8 @@ def test_a_store_with_the_earlier_stored_full_text_column_moves_to_the_lexeme_in
         "(to_tsvector('english', key)) STORED",
         "CREATE INDEX memories_tsv ON memories USING gin (tsv)"])
     mem = open_memory(search={"backend": "database"})
-    assert SEARCH_INDEXES <= _indexes(store_target) and "memories_tsv" not in _indexes(
+    assert SEARCH_INDEXES <= _indexes(store_target)
+    assert "memories_tsv" not in _indexes(
         store_target)
     assert mem.search(QUERIES["sister"], user_id="u").hits[0].memory.id == ids["sister"]
     new = mem.add("I collect vintage fountain pens", user_id="u")[0]
@@ -312,7 +320,8 @@ def test_a_memory_whose_key_changes_gets_its_new_lexemes(open_memory, store_targ
     with psycopg.connect(base) as conn:
         lexemes = conn.execute(f"SELECT lexemes::text FROM {schema}.memories WHERE id = %s",
                                (ids["piano"],)).fetchone()[0]
-    assert "'cello'" in lexemes and "'piano'" not in lexemes
+    assert "'cello'" in lexemes
+    assert "'piano'" not in lexemes
     assert mem.search("cello quartet", user_id="u").hits[0].memory.id == ids["piano"]
 
 
@@ -345,7 +354,8 @@ def test_another_process_searching_in_the_database_sees_writes_both_ways(open_me
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "Miso" in out["seen"] and out["cached"] == 0
+    assert "Miso" in out["seen"]
+    assert out["cached"] == 0
     assert "chili" in mem.search("what grows on my balcony", user_id="u", k=1).hits[0].text
 
 
@@ -357,7 +367,8 @@ def test_search_backend_setting_is_validated(store_target, embedder):
         ReflectiveMemory.open(store_target, embedder=embedder, search={"backend": "server"})
     with ReflectiveMemory.open(store_target, embedder=embedder) as mem:  # auto: in process
         mem.add("I keep bees", user_id="u")
-        assert mem.search("bees", user_id="u").hits and loaded(mem)
+        assert mem.search("bees", user_id="u").hits
+        assert loaded(mem)
 
 
 @on_postgres
@@ -394,7 +405,8 @@ def test_the_lexical_shortlist_tries_memories_holding_several_common_words_first
     tiers = lexical_tiers({**common, "zebra": None}, bank=100_000, want=2000)
     # 4.7% of the bank holds 3 of 6 words that each 15% hold (enough), 0.6% holds 4 (not)
     assert [t.count("&") for t in tiers] == [2 * 20, 1 * 15, 0]
-    assert all("'zebra'" in t for t in tiers) and tiers[-1].count("|") == 6
+    assert all("'zebra'" in t for t in tiers)
+    assert tiers[-1].count("|") == 6
     assert lexical_tiers({"zebra": None, "okapi": 0.001}, bank=100_000, want=2000) == [
         "'zebra' | 'okapi'"]
     assert lexical_tiers({}, bank=10, want=5) == []
@@ -450,7 +462,8 @@ def test_the_sample_is_read_once_per_bank_change_and_scored_in_the_process(open_
     words = mem.store.search_terms("u", ["pen"], 6, sample.avg_length)
     query = vectors[2, 1]  # a turn vector of the third memory
     signals = sample.signals(words, query)
-    assert len(signals) == 6 and (signals[:, 0] > 0).sum() == 1
+    assert len(signals) == 6
+    assert (signals[:, 0] > 0).sum() == 1
     # own-vector and best-turn cosines of the five memories written with their vectors
     unit, turn = vectors[:, 0] @ query, (vectors[:, 1:] @ query).max(axis=1)
     assert signals[:5, 1] == pytest.approx(unit, abs=2e-3)
@@ -494,8 +507,10 @@ def test_the_pool_links_same_session_neighbours_across_a_deleted_memorys_gap(ope
     assert links == {ids[0]: (None, ids[2]), ids[2]: (ids[0], None),
                      ids[3]: (None, ids[4]), ids[5]: (None, None)}
     [neighbour] = extra
-    assert neighbour.id == ids[4] and neighbour.unit == pytest.approx(1.0, abs=1e-5)
-    assert neighbour.turn == neighbour.unit and neighbour.lexical > 0
+    assert neighbour.id == ids[4]
+    assert neighbour.unit == pytest.approx(1.0, abs=1e-5)
+    assert neighbour.turn == neighbour.unit
+    assert neighbour.lexical > 0
 
 
 @on_postgres
@@ -532,7 +547,8 @@ def test_a_memory_deleted_between_the_shortlists_keeps_the_signals_its_list_saw(
     monkeypatch.setattr(mem.store._searching, "at_once", one_after_the_other)
     got = {r.id: r for r in mem.store.search_shortlist(
         "u", words, query, {}, dense=1, lexical=4, expected=4)}
-    assert deleted and expected[ids[0]].lexical > 0
+    assert deleted
+    assert expected[ids[0]].lexical > 0
     assert got[ids[0]].lexical == pytest.approx(expected[ids[0]].lexical)
     assert (got[ids[0]].unit, got[ids[0]].turn) == pytest.approx((1.0, 1.0), abs=1e-4)
 
@@ -550,7 +566,8 @@ def test_searches_have_their_own_connections_reopened_after_a_broken_link(open_m
     assert mem.search(QUERIES["dog"], user_id="u").hits[0].memory.id == ids["dog"]
     searching = mem.store._searching._conns
     pids = {conn.info.backend_pid for conn in searching}
-    assert len(pids) == 2 and mem.store._conn.info.backend_pid not in pids
+    assert len(pids) == 2
+    assert mem.store._conn.info.backend_pid not in pids
     with psycopg.connect(split_target(store_target)[0], autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid",
                       (list(pids),))

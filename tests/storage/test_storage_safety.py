@@ -48,12 +48,15 @@ def test_no_password_in_errors_tracebacks_or_cli_output(url, capsys, caplog):
     while exc is not None:  # what logging.exception would print, causes included
         chain.append(str(exc))
         exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
-    assert "PostgreSQL" in chain[0] and all(PASSWORD not in text for text in chain)
+    assert "PostgreSQL" in chain[0]
+    assert all(PASSWORD not in text for text in chain)
     logging.getLogger("test").error("open failed", exc_info=info.value)
     assert PASSWORD not in caplog.text
     assert main(["stats", "--db", url]) == NO_DATABASE
     out, err = capsys.readouterr()
-    assert err.startswith("rmm stats: ") and err.count("\n") == 1 and PASSWORD not in out + err
+    assert err.startswith("rmm stats: ")
+    assert err.count("\n") == 1
+    assert PASSWORD not in out + err
 
 
 def test_a_clean_driver_error_stays_the_cause():
@@ -67,7 +70,9 @@ def test_a_clean_driver_error_stays_the_cause():
     f"see postgres://bob:{PASSWORD}@h/db", f"postgresql://h/db?sslmode=off&PASSWORD={PASSWORD}"])
 def test_conninfo_and_url_passwords_are_redacted_in_any_text(text):
     clean = redact(text)
-    assert PASSWORD not in clean and "***" in clean and ("bob" in clean or "sslmode" in clean)
+    assert PASSWORD not in clean
+    assert "***" in clean
+    assert ("bob" in clean or "sslmode" in clean)
 
 
 def test_an_unclosed_ipv6_bracket_is_a_typed_error():
@@ -257,6 +262,7 @@ def test_a_bad_export_path_is_one_line_and_a_usage_code(shared_dir, capsys, wher
     def check() -> None:
         assert main(["export", "--db", db, "--user", "u", "--out", str(out)]) == USAGE
         err = capsys.readouterr().err
-        assert err.startswith(f"rmm export: cannot write {out}") and err.count("\n") == 1
+        assert err.startswith(f"rmm export: cannot write {out}")
+        assert err.count("\n") == 1
 
     unprivileged(check) if where == "read-only folder" else check()

@@ -58,19 +58,22 @@ def test_turn_log_order_ids_and_sessions(store):
     assert [t.text for t in store.turns("u", "s1", after_seq=2)] == ["four"]
     state = store.session("u", "s1")
     assert (state.status, state.n_turns, state.reflected) == ("open", 3, 0)
-    assert store.session("u", "nope") is None and store.session("other", "s1") is None
+    assert store.session("u", "nope") is None
+    assert store.session("other", "s1") is None
 
 
 def test_commit_is_compare_and_set_and_exactly_once(store):
     log(store)
-    assert store.mark_ended("u", "s") and not store.mark_ended("u", "missing")
+    assert store.mark_ended("u", "s")
+    assert not store.mark_ended("u", "missing")
     assert [s.session_id for s in store.pending_sessions(None)] == ["s"]
     first = store.commit_reflection("u", "s", 0, 2, [new("u", "m1", ["s:1", "s:2"])], [])
     assert [m.text for m in first] == ["m1"]
     again = store.commit_reflection("u", "s", 0, 2, [new("u", "dup", ["s:1"])], [])
     assert again is None
     assert [m.text for m in store.memories("u")] == ["m1"]
-    assert store.session("u", "s").status == "done" and store.pending_sessions(None) == []
+    assert store.session("u", "s").status == "done"
+    assert store.pending_sessions(None) == []
 
 
 def test_merge_keeps_versions_unions_refs_and_replaces_vectors(store):
@@ -81,7 +84,9 @@ def test_merge_keeps_versions_unions_refs_and_replaces_vectors(store):
     [merged] = store.commit_reflection("u", "s", 2, 3, [], [MergeInto(
         m.id, "old\nnew", "new key", ["s:2", "s:3"], vecs, source="s", speakers=["x"],
         session_ids=["s"])])
-    assert merged.id == m.id and merged.text == "old\nnew" and merged.key == "new key"
+    assert merged.id == m.id
+    assert merged.text == "old\nnew"
+    assert merged.key == "new key"
     assert merged.refs == ["s:1", "s:2", "s:3"]
     assert [(v.version, v.reason, v.text) for v in merged.versions] == [
         (1, "created", "old"), (2, "merged", "old\nnew")]
@@ -94,14 +99,18 @@ def test_index_data_is_consistent_and_vectors_round_trip(store):
     adds = [new("u", f"memory {i}", [f"s:{i + 1}"], n_vec=i + 1) for i in range(3)]
     store.commit_reflection("u", "s", 0, 3, adds, [])
     data = store.index_data("u")
-    assert data.ids == [a.memory.id for a in adds] and data.keys == ["memory 0", "memory 1",
+    assert data.ids == [a.memory.id for a in adds]
+    assert data.keys == ["memory 0", "memory 1",
                                                                      "memory 2"]
-    assert data.vectors.dtype == np.float32 and data.vectors.shape == (6, DIM)
+    assert data.vectors.dtype == np.float32
+    assert data.vectors.shape == (6, DIM)
     for pos, add in enumerate(adds):
         np.testing.assert_array_equal(data.vectors[data.owner == pos], add.vectors)
     assert data.generation == store.generation("u") != 0
     empty = store.index_data("nobody")
-    assert empty.ids == [] and len(empty.vectors) == 0 and empty.generation == 0
+    assert empty.ids == []
+    assert len(empty.vectors) == 0
+    assert empty.generation == 0
 
 
 def test_generation_differs_after_forget_and_re_adding(store):
@@ -109,7 +118,8 @@ def test_generation_differs_after_forget_and_re_adding(store):
     store.commit_reflection("u", "s", 0, 2, [new("u", "m", ["s:1"])], [])
     before = store.generation("u")
     store.forget("u")
-    assert store.generation("u") == 0 and store.users() == []
+    assert store.generation("u") == 0
+    assert store.users() == []
     log(store)
     store.commit_reflection("u", "s", 0, 2, [new("u", "m", ["s:1"])], [])
     assert store.generation("u") not in (0, before)
@@ -117,10 +127,13 @@ def test_generation_differs_after_forget_and_re_adding(store):
 
 def test_named_state_compare_and_set_feedback_claims_and_usage(store):
     assert store.load_state("w") == (0, None)
-    assert store.save_state("w", 0, b"one") and not store.save_state("w", 0, b"lost")
+    assert store.save_state("w", 0, b"one")
+    assert not store.save_state("w", 0, b"lost")
     assert store.load_state("w") == (1, b"one")
-    assert store.save_state("w", 1, b"two") and store.load_state("w") == (2, b"two")
-    assert store.claim_feedback("r1", "u") and not store.claim_feedback("r1", "u")
+    assert store.save_state("w", 1, b"two")
+    assert store.load_state("w") == (2, b"two")
+    assert store.claim_feedback("r1", "u")
+    assert not store.claim_feedback("r1", "u")
     assert store.claim_feedback("r2", "u", ("w", b"step"))  # claim and logged step at once
     assert not store.claim_feedback("r2", "u", ("w", b"again"))
     assert list(store.state_deltas("w", store.state_log("w")[1]).values()) == [b"step"]
@@ -187,7 +200,9 @@ def test_any_text_round_trips_exactly(store, texts, speaker):
                             [NewMemory(Memory(new_memory_id(), user, key, key,
                                               [t.id for t in stored]), unit())], [])
     [m] = store.memories(user)
-    assert m.text == key and m.key == key and m.versions[0].text == key
+    assert m.text == key
+    assert m.key == key
+    assert m.versions[0].text == key
     assert store.index_data(user).keys == [key]
 
 
@@ -245,7 +260,8 @@ def test_unreachable_postgres_is_a_storage_error_without_the_password():
     started = time.monotonic()
     with pytest.raises(StorageError, match="cannot reach PostgreSQL") as info:
         open_store("postgresql://rmm:s3cret@127.0.0.1:1/rmm?connect_timeout=2")
-    assert "s3cret" not in str(info.value) and time.monotonic() - started < 15
+    assert "s3cret" not in str(info.value)
+    assert time.monotonic() - started < 15
 
 
 @pytest.mark.parametrize("store_target", ["postgres"], indirect=True)

@@ -70,26 +70,31 @@ def test_users_page_counts_and_finds(memory):
     assert int(row.group(1)) == len(memory.memories(user_id="maya"))
     assert int(row.group(2)) == 1  # the session still open
     found = c.get("/", params={"q": "MAN"}).text
-    assert ">many</a>" in found and ">maya</a>" not in found
+    assert ">many</a>" in found
+    assert ">maya</a>" not in found
 
 
 def test_memory_list_is_paginated_and_filtered(memory):
     c = client(memory)
     first = c.get("/user", params={"u": "many"}).text
-    assert first.count('class="memory"') == 50 and "page 1 of 2" in first
+    assert first.count('class="memory"') == 50
+    assert "page 1 of 2" in first
     second = c.get("/user", params={"u": "many", "page": 2}).text
     assert second.count('class="memory"') == 10
     assert not ids_on(first) & ids_on(second)
     odd = c.get("/user", params={"u": "many", "key": "batch", "value": "odd"}).text
-    assert odd.count('class="memory"') == 30 and "page 1 of 1" in odd
+    assert odd.count('class="memory"') == 30
+    assert "page 1 of 1" in odd
     spring = c.get("/user", params={"u": "many", "since": "2024-03-01",
                                     "until": "2024-04-30"}).text
     assert spring.count('class="memory"') == 10  # March and April of 60 monthly notes
     agent = c.get("/user", params={"u": EVIL_USER, "agent_id": "garden-bot"}).text
-    assert agent.count('class="memory"') == 1 and "tomatoes" in agent
+    assert agent.count('class="memory"') == 1
+    assert "tomatoes" in agent
     assert "<svg" in first  # memories over time
     bad = c.get("/user", params={"u": "many", "since": "last tuesday"})
-    assert bad.status_code == 400 and "ISO 8601" in bad.text
+    assert bad.status_code == 400
+    assert "ISO 8601" in bad.text
 
 
 def test_memory_page_shows_provenance_and_versions(memory):
@@ -112,7 +117,8 @@ def test_supersession_chain_and_badge(memory):
     listing = c.get("/user", params={"u": "movers"}).text
     assert 'class="badge superseded">superseded' in listing
     page = c.get("/memory", params={"u": "movers", "id": old.id}).text
-    assert new.id in page and "Porto" in page
+    assert new.id in page
+    assert "Porto" in page
 
 
 def test_hostile_texts_are_shown_as_text(memory):
@@ -122,8 +128,11 @@ def test_hostile_texts_are_shown_as_text(memory):
     for m in memory.memories(user_id=EVIL_USER):
         pages.append(c.get("/memory", params={"u": EVIL_USER, "id": m.id}).text)
     for page in pages:
-        assert "<script>" not in page and "<img" not in page and "<b onmouseover" not in page
-    assert "&lt;script&gt;alert(" in pages[1] and "&#34;&gt;&lt;img src=x onerror" in pages[1]
+        assert "<script>" not in page
+        assert "<img" not in page
+        assert "<b onmouseover" not in page
+    assert "&lt;script&gt;alert(" in pages[1]
+    assert "&#34;&gt;&lt;img src=x onerror" in pages[1]
     assert "&lt;b onmouseover=" in pages[0]
     assert "script-src" not in c.get("/").headers["content-security-policy"]  # none runs
 
@@ -160,7 +169,8 @@ def test_read_only_refuses_every_write(memory):
                        ("/update", {"u": "maya", "id": m.id, "text": "hacked", "confirm": "yes"}),
                        ("/delete", {"u": "maya", "id": m.id, "confirm": "yes"})):
         response = c.post(path, data=data)
-        assert response.status_code == 403 and "read-only" in response.text
+        assert response.status_code == 403
+        assert "read-only" in response.text
     assert memory.get(m.id, user_id="maya").text == m.text
 
 
@@ -196,7 +206,8 @@ def test_write_mode_feedback_update_delete(memory):
 
 def test_learning_page_plots_weights(memory):
     page = client(memory).get("/learning", params={"u": "maya"}).text
-    assert page.count("<svg") == 2 and 'data-feature="when_date"' in page
+    assert page.count("<svg") == 2
+    assert 'data-feature="when_date"' in page
 
 
 def test_token_is_required_when_set(memory):
@@ -204,7 +215,8 @@ def test_token_is_required_when_set(memory):
     assert c.get("/").status_code == 401
     assert c.get("/", headers={"Authorization": "Bearer s3cret"}).status_code == 200
     entered = c.get("/", params={"token": "s3cret"}, follow_redirects=False)
-    assert entered.status_code == 303 and "token" not in entered.headers["location"]
+    assert entered.status_code == 303
+    assert "token" not in entered.headers["location"]
     assert c.get("/").status_code == 200  # the cookie it set
     assert client(memory, token="s3cret").get("/", params={"token": "nope"}).status_code == 401
 

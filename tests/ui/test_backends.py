@@ -27,7 +27,8 @@ def test_every_page_on_each_backend(open_memory):
     assert listing.count('class="memory"') == len(mem.memories(user_id="maya"))
     memory_id = re.search(r"id=([0-9a-f]{32})", listing).group(1)
     detail = c.get("/memory", params={"u": "maya", "id": memory_id})
-    assert detail.status_code == 200 and 'class="turn ref"' in detail.text
+    assert detail.status_code == 200
+    assert 'class="turn ref"' in detail.text
     page = c.get("/search", params={"u": "maya", "q": "where do I live?"}).text
     assert page.count('class="hit returned') == 5
     token = re.search(r'name="form_token" value="([^"]+)"', page).group(1)
@@ -48,7 +49,8 @@ def test_explained_search_inside_the_database(open_memory, store_target):
     mem = open_memory(search={"backend": "database"})
     mem.add_sessions(read_sessions(sample_path()), user_id="maya", progress=False)
     e = mem.search("where do I live?", user_id="maya", k=3, explain=True).explanation
-    assert len(e.hits) == 3 and all(r.retrieval == {} for r in e.rows)
+    assert len(e.hits) == 3
+    assert all(r.retrieval == {} for r in e.rows)
     for row in e.rows:
         assert sum(row.rerank.values()) == pytest.approx(row.rerank_score, abs=1e-4)
     c = TestClient(build_app(mem), base_url="http://127.0.0.1")

@@ -13,13 +13,17 @@ def test_a_long_fact_becomes_one_memory_per_passage_of_whole_sentences(embedder)
     added = fact_memories(LONG, user_id="u", metadata={"topic": "family"}, words=12,
                           compressor=FillerCompressor(), embedder=embedder)
     texts = [new.memory.text for new in added]
-    assert len(texts) > 1 and " ".join(texts) == LONG
+    assert len(texts) > 1
+    assert " ".join(texts) == LONG
     assert all(len(text.split()) <= 12 and text.endswith(".") for text in texts)
     for new in added:
         m = new.memory
-        assert m.refs == [] and m.attrs == {"source": "direct"}
-        assert m.metadata == {"topic": "family"} and m.user_id == "u"
-        assert m.key and len(m.key.split()) <= len(m.text.split())
+        assert m.refs == []
+        assert m.attrs == {"source": "direct"}
+        assert m.metadata == {"topic": "family"}
+        assert m.user_id == "u"
+        assert m.key
+        assert len(m.key.split()) <= len(m.text.split())
         assert new.vectors.shape == (1, embedder.dim)
 
 
@@ -31,7 +35,8 @@ def test_a_rewritten_memory_is_a_new_version_with_its_refs_kept(tmp_path, embedd
         [memory] = store.add_memories("u", [new], source="direct")
         updated = rewritten(memory, "I live in Nantes.", {"moved": True}, store=store,
                             compressor=FillerCompressor(), embedder=embedder)
-        assert updated.text == "I live in Nantes." and updated.metadata == {"moved": True}
+        assert updated.text == "I live in Nantes."
+        assert updated.metadata == {"moved": True}
         assert [(v.version, v.reason) for v in updated.versions] == [(1, "created"),
                                                                     (2, "update")]
         assert updated.refs == memory.refs

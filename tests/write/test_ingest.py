@@ -31,7 +31,8 @@ def ingestor(store, embedder, **settings) -> Ingestor:
 def test_turns_are_logged_at_once_and_reflected_when_the_session_ends(store, embedder):
     intake = ingestor(store, embedder)
     stored = intake.append(TURNS, user_id="u", session_id="s")
-    assert [t.id for t in stored] == ["a1", "a2"] and store.memories("u") == []
+    assert [t.id for t in stored] == ["a1", "a2"]
+    assert store.memories("u") == []
     memories = intake.end_session(user_id="u", session_id="s", wait=True)
     assert sorted(r for m in memories for r in m.refs) == ["a1", "a2"]
     with pytest.raises(InvalidInputError, match="no session"):

@@ -129,9 +129,11 @@ def test_an_llm_update_adds_the_new_summary_and_supersedes_the_stored_memory(tmp
     (new,) = mem.add_session(SESSION_2, user_id="u", session_id="s2",
                              started_at=datetime(2023, 6, 1))
     assert "Update(<stored number>" in llm.calls[-1].prompt
-    assert new.text == summary and new.supersedes == [rex.id]
+    assert new.text == summary
+    assert new.supersedes == [rex.id]
     old = mem.get(rex.id, user_id="u")
-    assert old.superseded_by == new.id and old.changed_to == summary
+    assert old.superseded_by == new.id
+    assert old.changed_to == summary
     assert old.valid_to == datetime(2023, 6, 1)
     assert [v.reason for v in old.versions] == ["created", "superseded"]
     assert mem.search("Where is Rex?", user_id="u", k=2)[0].memory.id == new.id
@@ -162,8 +164,11 @@ def test_llm_pipeline_extracts_merges_and_counts(tmp_path, embedder):
     assert [v.reason for v in rex.versions] == ["created", "merged"]
     assert rex.versions[0].text.startswith("Ann adopted a beagle")  # earlier version kept
     usage = mem.usage(user_id="u")
-    assert usage["sessions"] == 2 and usage["calls"] == 4 and usage["failures"] == 0
-    assert usage["prompt_tokens"] > 100 and usage["completion_tokens"] > 10
+    assert usage["sessions"] == 2
+    assert usage["calls"] == 4
+    assert usage["failures"] == 0
+    assert usage["prompt_tokens"] > 100
+    assert usage["completion_tokens"] > 10
     mem.close()
 
 
@@ -178,7 +183,8 @@ def test_calls_per_session_stay_at_three_whatever_the_memory_count(tmp_path, emb
         mem.add_session(turns, user_id="u", session_id=f"x{s}")
     usage = mem.usage(user_id="u")
     assert len(mem.memories(user_id="u")) == 36
-    assert usage["calls"] <= 3 * usage["sessions"] and usage["sessions"] == 3
+    assert usage["calls"] <= 3 * usage["sessions"]
+    assert usage["sessions"] == 3
     mem.close()
 
 
@@ -222,7 +228,8 @@ def test_timeout_falls_back(tmp_path, embedder):
     with pytest.raises(LLMError, match="within 0.2 s"):
         MeteredLLM(as_llm(slow), timeout=0.2).complete("x")
     assert time.perf_counter() - start < 1.0
-    assert out and mem.usage(user_id="u") == {"sessions": 1, "calls": 1, "failures": 1,
+    assert out
+    assert mem.usage(user_id="u") == {"sessions": 1, "calls": 1, "failures": 1,
                                               "prompt_tokens": mem.usage()["prompt_tokens"],
                                               "completion_tokens": 0}
     mem.close()
@@ -370,7 +377,8 @@ def test_timed_out_calls_keep_a_bounded_number_of_threads():
         with pytest.raises(LLMError):
             metered.complete("x")
     assert threading.active_count() - baseline == 3
-    assert metered.totals["calls"] == 3 and metered.totals["failures"] == 40
+    assert metered.totals["calls"] == 3
+    assert metered.totals["failures"] == 40
     release.set()  # the stuck calls return: their workers serve new calls again
     deadline = time.time() + 5
     while True:
@@ -401,7 +409,8 @@ def test_an_async_only_llm_is_cancelled_on_timeout():
         with pytest.raises(LLMError, match="within 0.05 s"):
             metered.complete("x")
     time.sleep(0.2)
-    assert events == ["cancelled"] * 10 and threading.active_count() - baseline <= 1
+    assert events == ["cancelled"] * 10
+    assert threading.active_count() - baseline <= 1
 
 
 def test_an_llm_raising_its_own_timeout_error_is_a_failed_call():
@@ -420,7 +429,8 @@ def test_respond_counts_its_llm_call_and_types_a_failure(tmp_path, embedder):
     before = mem.usage(user_id="u")
     assert mem.respond("Who is Rex?", user_id="u").cited
     after = mem.usage(user_id="u")
-    assert after["calls"] == before["calls"] + 1 and after["sessions"] == before["sessions"]
+    assert after["calls"] == before["calls"] + 1
+    assert after["sessions"] == before["sessions"]
     llm.script("cite", ConnectionError("connection reset"))
     with pytest.raises(LLMError, match="ConnectionError: connection reset"):
         mem.respond("Who is Rex?", user_id="u")
@@ -438,7 +448,8 @@ def test_long_llm_summary_becomes_memories_that_fit_a_hit(tmp_path, embedder):
     memories = mem.add_session(SESSION_1, user_id="u", session_id="s1",
                                started_at=datetime(2023, 5, 8))
     assert "most 57 words" in llm.calls[1].prompt
-    assert len(memories) == 4 and all(len(m.text.split()) <= 57 for m in memories)
+    assert len(memories) == 4
+    assert all(len(m.text.split()) <= 57 for m in memories)
     assert " ".join(m.text for m in memories) == summary  # split at sentences, nothing lost
     assert all(m.refs == ["s1:0", "s1:2"] for m in memories)
     hits = mem.search("Rex the beagle", user_id="u", k=4)
@@ -465,7 +476,8 @@ def test_llm_merge_too_long_for_a_hit_adds_instead(tmp_path, embedder):
     mem.add_session(SESSION_1, user_id="u", session_id="s1")
     (added,) = mem.add_session(SESSION_2, user_id="u", session_id="s2")
     assert "most 37 words" in llm.calls[-1].prompt
-    assert added.text == "Ann's beagle Rex learned to sit." and added.refs == ["s2:0"]
+    assert added.text == "Ann's beagle Rex learned to sit."
+    assert added.refs == ["s2:0"]
     assert len(mem.memories(user_id="u")) == 3  # nothing merged, nothing lost
     assert all(len(m.text.split()) <= 37 for m in mem.memories(user_id="u"))
     mem.close()

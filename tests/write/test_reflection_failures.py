@@ -52,7 +52,8 @@ def test_a_failed_reflection_is_recorded_and_spares_others(store_target, embedde
     with pytest.raises(ReflectionError, match="compressor crashed"):
         mem.add_session(VICTIM, user_id="victim", session_id="v")
     state = mem.store.session("victim", "v")
-    assert state.failures == 1 and "compressor crashed" in state.last_error
+    assert state.failures == 1
+    assert "compressor crashed" in state.last_error
     assert [t.id for t in mem.turns(user_id="victim")] == ["v:1", "v:2"]  # turns kept
     # another user's append leaves the victim's session alone; the sweep retries it (the
     # failure is recorded there) without raising
@@ -74,12 +75,14 @@ def test_a_failed_reflection_is_recorded_and_spares_others(store_target, embedde
     assert mem.store.session("victim", "v").failures == 3
     mem.append([Turn("Dan", "Hello there.", "d:1")], user_id="waiter", session_id="w")
     counts = mem.store.reflection_counts()
-    assert counts["failed"] == 1 and counts["waiting"] >= 1
+    assert counts["failed"] == 1
+    assert counts["waiting"] >= 1
     assert mem.store.reflection_counts("victim") == {"waiting": 0, "failed": 1}
     mem.close()
     assert main(["stats", "--db", store_target, "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)
-    assert figures["sessions_failed"] == 1 and figures["sessions_waiting"] == counts["waiting"]
+    assert figures["sessions_failed"] == 1
+    assert figures["sessions_waiting"] == counts["waiting"]
     # once the stage works again, an explicit retry reflects it and clears the record
     compressor.broken = False
     mem = _open(store_target, embedder, compressor)
@@ -131,9 +134,12 @@ def test_a_notes_failure_after_the_commit_is_recorded_and_retried(store_target, 
     monkeypatch.setattr(mem.store, "update_memory_attrs", down)
     first = mem.add_session(VICTIM, user_id="u", session_id="a")  # does not raise
     monkeypatch.undo()
-    assert first and all("links" not in m.attrs for m in mem.memories(user_id="u"))
+    assert first
+    assert all("links" not in m.attrs for m in mem.memories(user_id="u"))
     state = mem.store.session("u", "a")
-    assert state.reflected == 2 and state.failures == 0 and "notes" in state.last_error
+    assert state.reflected == 2
+    assert state.failures == 0
+    assert "notes" in state.last_error
     mem.add_session([Turn("Ann", "Stripes sleeps on my pillow every night.", "b:1")],
                     user_id="u", session_id="b")
     assert all("links" in m.attrs and m.attrs.get("context")

@@ -52,7 +52,9 @@ def test_the_rules_hold_their_floors_on_the_labelled_set():
 def test_the_set_has_every_label_and_old_before_new():
     pairs = load_pairs(SET)
     counts = {g: sum(p.label == g for p in pairs) for g in ("supersedes", "none", "conflicts")}
-    assert counts["supersedes"] >= 50 and counts["none"] >= 50 and counts["conflicts"] >= 15
+    assert counts["supersedes"] >= 50
+    assert counts["none"] >= 50
+    assert counts["conflicts"] >= 15
     assert len({p.id for p in pairs}) == len(pairs)
     assert all(p.old.valid_from < p.new.valid_from for p in pairs)
     assert any(p.part for p in pairs)
@@ -60,7 +62,9 @@ def test_the_set_has_every_label_and_old_before_new():
 
 def test_a_move_supersedes_where_one_lived():
     found = change("I live in Portland with my partner.", "We moved to Denver in March.")
-    assert found is not None and found.kind == "supersedes" and found.part is None
+    assert found is not None
+    assert found.kind == "supersedes"
+    assert found.part is None
     assert (found.old_id, found.new_id) == ("old", "new")
     assert found.at == datetime(2024, 5, 20, tzinfo=timezone.utc)
     assert found.signals == tuple(sorted(SIGNALS))
@@ -107,7 +111,8 @@ def test_a_change_to_one_fact_of_several_supersedes_the_memory_in_part():
     old = ("I'm a pharmacist and I have a greyhound called Pip. I cycle to work most days and "
            "swim on Sundays. I live in Leeds.")
     found = change(old, "We moved from Leeds to York over the summer.")
-    assert found is not None and found.kind == "supersedes"
+    assert found is not None
+    assert found.kind == "supersedes"
     assert found.part == "I live in Leeds."
 
 

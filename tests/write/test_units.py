@@ -59,7 +59,8 @@ def test_a_sentence_longer_than_the_budget_is_cut_between_words():
 def test_passages_keep_line_breaks_and_cut_at_them():
     text = "\n".join(f"- step {i}: open the valve and wait." for i in range(60))
     parts = passages(Turn("assistant", text, id="a1"), 100)
-    assert len(parts) > 1 and all(words(p) <= 100 for p in parts)
+    assert len(parts) > 1
+    assert all(words(p) <= 100 for p in parts)
     assert "\n".join(p.text for p in parts) == text
 
 
@@ -69,7 +70,8 @@ def test_short_turns_stay_whole_and_a_long_turn_never_shares_a_unit():
              Turn("user", "Thanks!", id="u2"), Turn("user", "One more thing.", id="u3")]
     split = [passages(t, 100) for t in turns]
     pieces = [p for parts in split for p in parts]
-    assert pieces[0] is turns[0] and pieces[-1] is turns[-1]
+    assert pieces[0] is turns[0]
+    assert pieces[-1] is turns[-1]
     units = fit(split, [[0, 1, 2, 3]], 100)
     for unit in units:
         ids = {pieces[p].id for p in unit}
@@ -107,7 +109,8 @@ def test_hits_fit_max_hit_words_and_refs_name_only_turns_the_text_carries(mem):
             assert all(carried)  # every line is words of a turn it names
             assert set().union(*carried) == set(hit.refs)  # and every turn named has a line
     top = mem.search("Where is the spare key hidden?", user_id="ana", k=1)[0]
-    assert top.refs == ["a1"] and KEY in top.text
+    assert top.refs == ["a1"]
+    assert KEY in top.text
 
 
 def test_a_merge_that_would_pass_the_budget_adds_instead(open_memory):

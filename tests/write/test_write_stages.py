@@ -176,6 +176,9 @@ def test_reflector_records_a_failing_stage_and_keeps_the_turns(store, embedder):
     with pytest.raises(ReflectionError, match="segmenter exploded"):
         reflector.reflect(ended_session(store))
     after = store.session("u1", "s1")
-    assert after.failures == 1 and after.reflected == 0
-    assert "segmenter exploded" in after.last_error and after.retry_at is not None
-    assert store.memories("u1") == [] and len(store.turns("u1", "s1")) == len(TURNS)
+    assert after.failures == 1
+    assert after.reflected == 0
+    assert "segmenter exploded" in after.last_error
+    assert after.retry_at is not None
+    assert store.memories("u1") == []
+    assert len(store.turns("u1", "s1")) == len(TURNS)
