@@ -15,26 +15,26 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.memory import Memory
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from llamaindex_rmm import RMMMemory, RMMMemoryBlock, RMMReranker
+from llamaindex_rmm import RMMChatMemory, RMMMemoryBlock, RMMReranker
 from rmm_core import ReflectiveMemory
 
 mem = ReflectiveMemory.open(":memory:")  # or a file path / database URL to keep it
 
 # 1. Session 1: every message goes to the durable turn log; ending the session reflects it.
-memory = RMMMemory.from_defaults(memory=mem, user_id="ana", session_id="monday")
+memory = RMMChatMemory.from_defaults(memory=mem, user_id="ana", session_id="monday")
 chat = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=4), memory=memory)
 chat.chat("Hi! I'm training for the Lisbon half marathon in October.")
 chat.chat("My knee hurts after long runs, so I swim on Wednesdays.")
 memory.end_session()  # or memory.reset(); idle sessions are reflected automatically too
 
 # 2. Session 2, days later: the recalled memories arrive as a system message.
-memory = RMMMemory.from_defaults(memory=mem, user_id="ana", session_id="friday")
+memory = RMMChatMemory.from_defaults(memory=mem, user_id="ana", session_id="friday")
 chat = SimpleChatEngine.from_defaults(llm=MockLLM(), memory=memory)
 print("--- what the LLM sees in session 2 ---")
 print(chat.chat("Can you plan my training for next week?").response)
 
 # 3. The same memory as a block of LlamaIndex's own `Memory` (records only what its
-#    short-term queue flushes; RMMMemory above captures everything).
+#    short-term queue flushes; RMMChatMemory above captures everything).
 block_memory = Memory.from_defaults(
     session_id="sunday", memory_blocks=[RMMMemoryBlock(memory=mem, user_id="ana", k=3)])
 print("--- memory block ---")

@@ -23,7 +23,7 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
 
     It records only what `Memory`'s short-term FIFO queue flushes into it (messages leave
     the queue when it passes its token limit). Messages still in the queue are NOT recorded
-    in the turn log, so a short conversation may leave nothing behind: use `RMMMemory` for
+    in the turn log, so a short conversation may leave nothing behind: use `RMMChatMemory` for
     full capture. Flushed turns go to `session_id`, by default the owning `Memory`'s
     session; `end_session()` reflects it (the core's idle timeout does so too).
     """

@@ -1,4 +1,4 @@
-"""`RMMMemory`: reflective memory as a LlamaIndex `BaseMemory` for chat engines and agents."""
+"""`RMMChatMemory`: reflective memory as a LlamaIndex `BaseMemory` for chat engines and agents."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from llama_index.core.async_utils import asyncio_run
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.llms.llm import LLM
-from llama_index.core.memory import Memory
+from llama_index.core.memory import Memory as ChatWindow
 from llama_index.core.memory.types import BaseMemory
 
-from rmm_core import Memory as MemoryRecord
-from rmm_core import MemoryHit, ReflectiveMemory
+from rmm_core import Memory, MemoryHit, ReflectiveMemory
 from rmm_core.errors import InvalidInputError
 from rmm_core.policy import aguarded, check_arguments, check_speakers
 from rmm_core.types import check_id
@@ -39,7 +38,7 @@ def _new_session_id() -> str:
     return uuid.uuid4().hex
 
 
-class RMMMemory(BaseMemory):
+class RMMChatMemory(BaseMemory):
     """Recent chat history plus the long-term memories recalled for the current message.
 
     The chat window is LlamaIndex's SQL-backed `Memory` (`window`): kept in a database file
@@ -71,7 +70,8 @@ class RMMMemory(BaseMemory):
         default_factory=lambda: dict(ROLE_SPEAKERS),
         description="Message role -> the speaker its turns are logged as (roles left out "
                     "are not logged).")
-    window: Memory = Field(description="The short-term window (LlamaIndex's SQL-backed Memory).")
+    window: ChatWindow = Field(
+        description="The short-term window (LlamaIndex's SQL-backed Memory).")
     _pending: bool = PrivateAttr(default=False)
 
     def __init__(self, **data: Any) -> None:
@@ -80,7 +80,7 @@ class RMMMemory(BaseMemory):
 
     @classmethod
     def class_name(cls) -> str:
-        return "RMMMemory"
+        return "RMMChatMemory"
 
     @classmethod
     def from_defaults(  # type: ignore[override]
@@ -90,7 +90,7 @@ class RMMMemory(BaseMemory):
         tokenizer_fn: Any = None, async_database_uri: str | None = None,
         table_name: str = "llama_index_memory", memory_token_ratio: float = 0.3,
         strict: bool = False, speakers: Mapping[str, str] = ROLE_SPEAKERS, **kwargs: Any,
-    ) -> RMMMemory:
+    ) -> RMMChatMemory:
         """Memory for one user's chat `session_id`; `memory` may be a path or URL to open.
         The window lives in `async_database_uri` (for example
         `"sqlite+aiosqlite:///chat.sqlite"`), by default in the memory's own SQLite file when
@@ -111,7 +111,7 @@ class RMMMemory(BaseMemory):
             token_limit = int(llm.metadata.context_window * 0.75) if llm else 3000
         if not isinstance(token_limit, int) or token_limit < 1:
             raise InvalidInputError(f"token_limit must be a positive integer, got {token_limit!r}")
-        window = Memory.from_defaults(
+        window = ChatWindow.from_defaults(
             session_id=session_id or _new_session_id(), token_limit=token_limit,
             tokenizer_fn=tokenizer_fn, chat_history_token_ratio=1.0 - memory_token_ratio,
             async_database_uri=async_database_uri, table_name=table_name)
@@ -198,7 +198,7 @@ class RMMMemory(BaseMemory):
         background worker when it has one, else at once)."""
         await self.aend_session(wait=not self.memory.config.sessions.background_reflection)
 
-    async def aend_session(self, wait: bool = True) -> list[MemoryRecord]:
+    async def aend_session(self, wait: bool = True) -> list[Memory]:
         """Reflect this session into memories (`wait=False`: leave that to the background
         worker, return []), clear the window, continue in a new session."""
         memories = await self._guarded("reflection failed", lambda: self._reflect(wait))
@@ -207,7 +207,7 @@ class RMMMemory(BaseMemory):
         self._pending = False
         return memories or []
 
-    async def _reflect(self, wait: bool) -> list[MemoryRecord]:
+    async def _reflect(self, wait: bool) -> list[Memory]:
         try:
             return await self.memory.aend_session(user_id=self.user_id,
                                                   session_id=self.session_id, wait=wait)
@@ -245,5 +245,5 @@ class RMMMemory(BaseMemory):
     def reset(self) -> None:
         asyncio_run(self.areset())
 
-    def end_session(self, wait: bool = True) -> list[MemoryRecord]:
+    def end_session(self, wait: bool = True) -> list[Memory]:
         return asyncio_run(self.aend_session(wait))

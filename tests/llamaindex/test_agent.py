@@ -1,4 +1,4 @@
-"""`RMMMemory` as a `FunctionAgent`'s memory, with LlamaIndex's scripted
+"""`RMMChatMemory` as a `FunctionAgent`'s memory, with LlamaIndex's scripted
 `MockFunctionCallingLLMWithChatMemoryOfLastCall` (it calls every tool once, then answers
 "Tool calls complete.", and keeps the messages of its last call)."""
 
@@ -9,7 +9,7 @@ from llama_index.core.base.llms.types import MessageRole
 from llama_index.core.llms.mock import MockFunctionCallingLLMWithChatMemoryOfLastCall
 from llama_index.core.tools import FunctionTool
 
-from llamaindex_rmm import RMMMemory
+from llamaindex_rmm import RMMChatMemory
 from rmm_core import ReflectiveMemory
 from rmm_core.models.embed import HashEmbedder
 
@@ -23,7 +23,7 @@ async def test_function_agent_run_with_reflective_memory():
     mem = ReflectiveMemory.open(":memory:", embedder=HashEmbedder())
     mem.add_session([{"speaker": "user", "text": "My favourite city is Porto."}],
                     user_id="u1", session_id="earlier")
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="now")
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id="u1", session_id="now")
     llm = MockFunctionCallingLLMWithChatMemoryOfLastCall()
     agent = FunctionAgent(tools=[FunctionTool.from_defaults(weather)], llm=llm)
 

@@ -2,7 +2,7 @@
 
 import llamaindex_rmm
 
-EXPECTED = ["RMMMemory", "RMMMemoryBlock", "RMMReranker", "WorkflowAgentHook", "hits_to_nodes",
+EXPECTED = ["RMMChatMemory", "RMMMemoryBlock", "RMMReranker", "WorkflowAgentHook", "hits_to_nodes",
             "memory_tools",
             "wrap_llm"]
 
@@ -14,3 +14,11 @@ def test_all_is_pinned():
 def test_every_name_resolves():
     for name in EXPECTED:
         assert getattr(llamaindex_rmm, name) is not None
+
+
+def test_the_old_name_of_the_chat_memory_still_imports_and_warns():
+    import pytest
+
+    with pytest.warns(DeprecationWarning, match="now RMMChatMemory"):
+        from llamaindex_rmm import RMMMemory
+    assert RMMMemory is llamaindex_rmm.RMMChatMemory

@@ -1,4 +1,4 @@
-"""`RMMMemory` in LlamaIndex chat engines.
+"""`RMMChatMemory` in LlamaIndex chat engines.
 
 These tests use LlamaIndex's `MockLLM`: with no `max_tokens` it answers with its own prompt
 (so the answer shows exactly what the model was given); with `max_tokens=n` it answers
@@ -18,7 +18,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from llamaindex_rmm import RMMMemory
+from llamaindex_rmm import RMMChatMemory
 from rmm_core import ReflectiveMemory
 from rmm_core.errors import InvalidInputError
 from rmm_core.read.context import MEMORY_HEADER
@@ -45,7 +45,7 @@ ENGINES = {
 
 def tell(mem, user_id: str, session_id: str, *messages: str) -> None:
     """A finished session-1 chat (answers are filler), then reflection."""
-    memory = RMMMemory.from_defaults(memory=mem, user_id=user_id, session_id=session_id)
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id=user_id, session_id=session_id)
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=2), memory=memory)
     for message in messages:
         engine.chat(message)
@@ -67,8 +67,8 @@ def mem(tmp_path_factory, embedder):
 async def test_session_1_fact_reaches_session_2_prompt_of_that_user_only(mem, engine_name):
     make = ENGINES[engine_name]
     question = "What kind of dogs does my sister breed?"
-    mine = make(MockLLM(), RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="s2"))
-    theirs = make(MockLLM(), RMMMemory.from_defaults(memory=mem, user_id="u2", session_id="s2"))
+    mine = make(MockLLM(), RMMChatMemory.from_defaults(memory=mem, user_id="u1", session_id="s2"))
+    theirs = make(MockLLM(), RMMChatMemory.from_defaults(memory=mem, user_id="u2", session_id="s2"))
 
     sync_prompt = mine.chat(question).response
     async_prompt = (await mine.achat(question)).response
@@ -83,7 +83,7 @@ async def test_session_1_fact_reaches_session_2_prompt_of_that_user_only(mem, en
 
 
 def test_every_text_message_is_logged_in_order(mem):
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u3", session_id="s1")
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id="u3", session_id="s1")
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory)
     engine.chat("first question")
     engine.chat("second question")
@@ -93,7 +93,7 @@ def test_every_text_message_is_logged_in_order(mem):
 
 
 async def test_async_put_and_get(mem):
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="async")
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id="u1", session_id="async")
     await memory.aput(ChatMessage(role="user", content="Tell me about my sister's dogs"))
     got = await memory.aget()
     assert got[0].role == MessageRole.SYSTEM
@@ -104,13 +104,13 @@ async def test_async_put_and_get(mem):
 
 
 def test_get_recalls_for_explicit_input_and_nothing_without_a_query(mem):
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u1", session_id="s3")
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id="u1", session_id="s3")
     assert memory.get() == []  # empty window, no input: nothing to recall for
     assert "greyhounds" in memory.get(input="greyhound farm")[0].content
 
 
 def test_stateless_chat_history_is_not_logged_twice(mem):
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u3", session_id="s2")
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id="u3", session_id="s2")
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory)
     engine.chat("one")
     history = memory.get_all()
@@ -120,7 +120,7 @@ def test_stateless_chat_history_is_not_logged_twice(mem):
 
 
 def test_tool_and_system_messages_stay_in_the_window_but_not_in_the_log(mem):
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u3", session_id="s4")
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id="u3", session_id="s4")
     messages = [
         ChatMessage(role="system", content="be brief"),
         ChatMessage(role="user", content="weather?"),
@@ -138,7 +138,7 @@ def test_tool_and_system_messages_stay_in_the_window_but_not_in_the_log(mem):
 def test_history_and_memories_stay_within_the_token_limit(mem):
     # a user of its own: u1's other threads, still open, are recalled too (immediate recall)
     tell(mem, "u5", "u5-s1", "Hi there!", FACT)
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u5", session_id="s5",
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id="u5", session_id="s5",
                                      token_limit=400)
     for i in range(60):
         memory.put(ChatMessage(role="user", content=f"note {i} about my sister and her dogs"))
@@ -152,7 +152,7 @@ def test_history_and_memories_stay_within_the_token_limit(mem):
 
 
 def test_reset_reflects_the_session_and_starts_a_new_one(mem):
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u4", session_id="first")
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id="u4", session_id="first")
     SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory).chat(
         "I just adopted a parrot called Kiwi.")
     assert mem.memories(user_id="u4") == []
@@ -174,18 +174,18 @@ def test_reset_reflects_the_session_and_starts_a_new_one(mem):
 ])
 def test_bad_arguments_are_typed_errors(mem, kwargs, match):
     with pytest.raises(InvalidInputError, match=match):
-        RMMMemory.from_defaults(**{"memory": mem, **kwargs})
+        RMMChatMemory.from_defaults(**{"memory": mem, **kwargs})
 
 
 def test_speakers_name_the_logged_turns(mem):
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u5", session_id="named",
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id="u5", session_id="named",
                                      speakers={"user": "Ann", "assistant": "Sage"})
     memory.put_messages([ChatMessage(role="user", content="I moved to Porto."),
                          ChatMessage(role="assistant", content="Noted, Porto."),
                          ChatMessage(role="system", content="instructions")])
     assert [(t.speaker, t.text) for t in mem.turns(user_id="u5", session_id="named")] == [
         ("Ann", "I moved to Porto."), ("Sage", "Noted, Porto.")]
-    direct = RMMMemory(memory=mem, user_id="u5", window=memory.window,
+    direct = RMMChatMemory(memory=mem, user_id="u5", window=memory.window,
                        speakers={"user": "Ann"})  # roles left out are not logged
     direct.put_messages([ChatMessage(role="user", content="Hi."),
                          ChatMessage(role="assistant", content="Hello.")])
@@ -193,7 +193,7 @@ def test_speakers_name_the_logged_turns(mem):
 
 
 def test_rejected_message_changes_nothing(mem):
-    memory = RMMMemory.from_defaults(memory=mem, user_id="u3", session_id="s6")
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id="u3", session_id="s6")
     memory.put(ChatMessage(role="user", content="kept"))
     with pytest.raises(InvalidInputError):
         memory.put(ChatMessage(role="user", content="x" * 4_000_001))

@@ -10,7 +10,7 @@ from pathlib import Path
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import MockLLM
 
-from llamaindex_rmm import RMMMemory
+from llamaindex_rmm import RMMChatMemory
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
@@ -29,10 +29,10 @@ def test_chat_engine_block_adds_at_most_three_lines_and_runs(tmp_path, monkeypat
     scope: dict = {"SimpleChatEngine": SimpleChatEngine, "llm": MockLLM(max_tokens=1)}
     exec(block, scope)
     scope["memory"].memory.close()
-    again = RMMMemory.from_defaults(memory="memory.sqlite", user_id="u1", session_id="chat-1")
+    again = RMMChatMemory.from_defaults(memory="memory.sqlite", user_id="u1", session_id="chat-1")
     assert [m.content for m in again.get_all()] == [
         "My sister Alma breeds greyhounds near Lisbon.", "text"]
-    new_chat = RMMMemory.from_defaults(memory=again.memory, user_id="u1", session_id="chat-2")
+    new_chat = RMMChatMemory.from_defaults(memory=again.memory, user_id="u1", session_id="chat-2")
     prompt = SimpleChatEngine.from_defaults(llm=MockLLM(), memory=new_chat).chat(
         "What does my sister breed?").response  # MockLLM answers with its prompt
     assert "greyhounds" in prompt.split("What does my sister breed?")[0]
