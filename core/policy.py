@@ -1,79 +1,9 @@
-"""The adapters' one error policy for memory calls made on the app's behalf.
+"""Deprecated: the name of `rmm_core.adapter_guard` before 0.2, kept for one release."""
 
-Bad input (`InvalidInputError`: ids, arguments, an oversized message) always raises, and
-`check_arguments` finds it when an adapter is built. Any other failure of a memory call
-raises when `strict`, else it is logged and the app goes on without memory (the call
-yields None). LangChain's adapter runs it on calls, LlamaIndex's on awaitables.
-"""
+import warnings
 
-from __future__ import annotations
+from .adapter_guard import *  # noqa: F403
+from .adapter_guard import aguarded, check_arguments, check_speakers, guarded  # noqa: F401
 
-import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from typing import Any, TypeVar
-
-from .errors import InvalidInputError
-from .types import check_id
-
-T = TypeVar("T")
-
-
-def check_arguments(data: Mapping[str, Any], *, counts: Sequence[str] = ("k",),
-                    needs_user: bool = True, roles: Collection[str] | None = None) -> None:
-    """Check an adapter's arguments before pydantic sees them (it would wrap our typed
-    errors): `memory` a `ReflectiveMemory`; `user_id` an id (unless `not needs_user`, and
-    then checked only when given); `session_id` an id when given; each name in `counts`
-    a positive integer when given; `speakers`, when given, a mapping of message role
-    (one of `roles`, when given) to a speaker name. Raises `InvalidInputError`."""
-    from .memory import ReflectiveMemory
-
-    memory = data.get("memory")
-    if not isinstance(memory, ReflectiveMemory):
-        raise InvalidInputError(f"memory must be a ReflectiveMemory, not {type(memory).__name__}")
-    check_id(data.get("user_id"), "user_id", optional=not needs_user)
-    check_id(data.get("session_id"), "session_id", optional=True)
-    for name in counts:
-        value = data.get(name, 1)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
-    if data.get("speakers") is not None:
-        check_speakers(data["speakers"], roles)
-
-
-def check_speakers(speakers: Any, roles: Collection[str] | None = None) -> None:
-    """`speakers` maps message roles (each one of `roles`, when given) to speaker names."""
-    if not isinstance(speakers, Mapping):
-        raise InvalidInputError(f"speakers must map message roles to speaker names, not "
-                                f"{type(speakers).__name__}")
-    for role, name in speakers.items():
-        if roles is not None and role not in roles:
-            raise InvalidInputError(f"speakers has the role {role!r}; the roles are "
-                                    f"{sorted(str(r) for r in roles)}")
-        check_id(name, f"the speaker of {role!r}")
-
-
-def guarded(call: Callable[[], T], *, strict: bool, what: str,
-            logger: logging.Logger) -> T | None:
-    """Run `call()` under the policy above."""
-    try:
-        return call()
-    except Exception as exc:
-        _fail(exc, strict, what, logger)
-        return None
-
-
-async def aguarded(call: Callable[[], Awaitable[T]], *, strict: bool, what: str,
-                   logger: logging.Logger) -> T | None:
-    """Await `call()` under the policy above."""
-    try:
-        return await call()
-    except Exception as exc:
-        _fail(exc, strict, what, logger)
-        return None
-
-
-def _fail(exc: Exception, strict: bool, what: str, logger: logging.Logger) -> None:
-    """Inside the `except` of a guarded call: raise `exc` again, or log it."""
-    if strict or isinstance(exc, InvalidInputError):
-        raise exc
-    logger.error("reflective memory: %s; going on without it", what, exc_info=exc)
+warnings.warn("rmm_core.policy is now rmm_core.adapter_guard; the old name goes in the next "
+              "release", DeprecationWarning, stacklevel=2)

@@ -16,8 +16,8 @@ from langchain_core.messages import (
 from pydantic import ConfigDict, Field
 
 from rmm_core import Memory, Turn
+from rmm_core.adapter_guard import check_arguments
 from rmm_core.errors import InvalidInputError
-from rmm_core.policy import check_arguments
 
 from .converters import ROLE_SPEAKERS, format_memories, messages_to_turns
 

@@ -23,8 +23,8 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
 from rmm_core import Memory, ReflectiveMemory, SearchResult
+from rmm_core.adapter_guard import check_arguments, guarded
 from rmm_core.learn.attribute import cited_in
-from rmm_core.policy import check_arguments, guarded
 
 from .converters import (
     ROLE_SPEAKERS,
@@ -60,7 +60,7 @@ class RMMMiddleware(AgentMiddleware):
     session of its own, ended with the run (reflected by the memory's background worker
     when it has one, else at once).
 
-    Errors (`rmm_core.policy`): a run without a user, or with an invalid id, raises
+    Errors (`rmm_core.adapter_guard`): a run without a user, or with an invalid id, raises
     `InvalidInputError` before the model is called (`on_missing_user="disable"` runs it
     without memory instead); any other failing memory call is logged and the agent goes on
     without memory, unless `strict=True`, which raises it.

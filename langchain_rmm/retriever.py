@@ -12,7 +12,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from rmm_core.policy import check_arguments
+from rmm_core.adapter_guard import check_arguments
 
 from .converters import hits_to_documents
 

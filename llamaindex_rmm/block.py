@@ -11,7 +11,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 
 from rmm_core import Memory
-from rmm_core.policy import aguarded, check_arguments
+from rmm_core.adapter_guard import aguarded, check_arguments
 
 from .converters import ROLE_SPEAKERS, ROLES, hits_to_text, latest_user_text, messages_to_turns
 
@@ -35,7 +35,7 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
     session_id: str | None = Field(
         default=None, description="Session flushed turns go to; None = the Memory's session.")
     strict: bool = Field(default=False, description="Raise memory failures instead of "
-                                                    "logging them (`rmm_core.policy`).")
+                                                    "logging them (`rmm_core.adapter_guard`).")
     speakers: dict[MessageRole, str] = Field(
         default_factory=lambda: dict(ROLE_SPEAKERS),
         description="Message role -> the speaker its turns are logged as (roles left out "

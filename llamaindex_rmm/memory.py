@@ -16,8 +16,8 @@ from llama_index.core.memory import Memory as ChatWindow
 from llama_index.core.memory.types import BaseMemory
 
 from rmm_core import Memory, MemoryHit, ReflectiveMemory
+from rmm_core.adapter_guard import aguarded, check_arguments, check_speakers
 from rmm_core.errors import InvalidInputError
-from rmm_core.policy import aguarded, check_arguments, check_speakers
 from rmm_core.types import check_id
 
 from .converters import (
@@ -51,7 +51,7 @@ class RMMChatMemory(BaseMemory):
     (what a chat engine's `reset()` calls) and `end_session()` end the session: it is
     reflected into memories and a new one starts.
 
-    Errors (`rmm_core.policy`): bad input raises `InvalidInputError`; any other
+    Errors (`rmm_core.adapter_guard`): bad input raises `InvalidInputError`; any other
     failing memory call (search, log, reflection) is logged and the chat goes on without
     memory, unless `strict=True`.
     """

@@ -8,8 +8,8 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
+from rmm_core.adapter_guard import check_arguments
 from rmm_core.errors import InvalidInputError
-from rmm_core.policy import check_arguments
 
 from .converters import node_memory_id
 

@@ -1,5 +1,5 @@
 """The LangChain and LlamaIndex adapters mirror each other: the same hit metadata, the same
-argument checks (`rmm_core.policy.check_arguments`) with the same messages."""
+argument checks (`rmm_core.adapter_guard.check_arguments`) with the same messages."""
 
 from __future__ import annotations
 

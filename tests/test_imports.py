@@ -18,3 +18,17 @@ def test_every_name_resolves_to_a_class_of_that_name():
         assert isinstance(value, type)
         assert value.__name__ == name
         assert value.__module__.startswith("rmm_core.")
+
+
+def test_the_old_name_of_the_adapter_guard_still_imports_and_warns():
+    import importlib
+    import sys
+
+    import pytest
+
+    sys.modules.pop("rmm_core.policy", None)
+    with pytest.warns(DeprecationWarning, match="now rmm_core.adapter_guard"):
+        policy = importlib.import_module("rmm_core.policy")
+    from rmm_core.adapter_guard import check_arguments
+
+    assert policy.check_arguments is check_arguments

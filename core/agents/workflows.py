@@ -25,7 +25,7 @@ from ..errors import InvalidInputError, StorageError
 from ..models.embed import Embedder
 from ..models.llm import metered, usage_scope
 from ..storage.base import user_state_name
-from ..storage.cas import compare_and_set
+from ..storage.compare_and_set import compare_and_set
 from ..storage.protocols import NamedState, UsageLog
 from ..types import check_id
 from .induce import (

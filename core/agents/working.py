@@ -15,7 +15,7 @@ from ..errors import InvalidInputError
 from ..models import prompts
 from ..models.llm import metered
 from ..models.parse import with_fallback
-from ..storage.cas import compare_and_set
+from ..storage.compare_and_set import compare_and_set
 from ..text import Counter, as_counter, content_words, non_empty
 from ..types import Turn, check_id
 

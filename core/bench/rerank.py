@@ -41,7 +41,7 @@ from ..types import MemoryHit
 from .datasets import LOADERS, load
 from .metrics import r_any, r_tok
 from .records import Conversation, Question, ingest
-from .rerank_bound import CEILING_K, ceiling, supervised_bound
+from .rerank_ceiling import CEILING_K, ceiling, supervised_bound
 from .rerank_report import draw_curve as draw_curve
 from .rerank_report import plot_curves, report
 

@@ -12,13 +12,13 @@ import numpy as np
 from ..background import in_background
 from ..storage.base import IndexData, IndexDelta
 from .ann import Ann, evenly, size_class
+from .blas_threads import one_blas_thread
 from .bm25 import Corpus, Lexicon
 from .bm25 import bm25_index as bm25_index  # imported from here by the tools
 from .fusion import Candidates, FusionWeights, Scale, stats
 from .listing import Listing
-from .signals import Signals, distinct, distinct_groups, kept, looked_up, sparse_stats, within
-from .slots import Chain, SlotVectors, TurnRows, best_of, neighbours
-from .threads import one_blas_thread
+from .signals import Signals, distinct, distinct_groups, looked_up, signal_at, sparse_stats, within
+from .slots import SharedSlots, SlotVectors, TurnRows, best_of, neighbours
 from .tokens import english_stemmer as english_stemmer  # and by the front door
 from .tokens import tokenize
 
@@ -61,7 +61,7 @@ class UserIndex:
         approximate index's training is reused when the bank is still in its size class."""
         self.stemmer = stemmer
         dim = data.vectors.shape[1] if len(data.vectors) else 0
-        chain = Chain(dim)
+        chain = SharedSlots(dim)
         n = len(data.ids)
         slots = chain.append(data, 0, 0)
         lexicon = Lexicon.build(tokenize(data.keys, stemmer))
@@ -75,7 +75,7 @@ class UserIndex:
             chain.ann = Ann(self._units_at, slots, before)
         chain.head = self
 
-    def _set(self, chain: Chain, generation: int, listing: Listing, position: np.ndarray,
+    def _set(self, chain: SharedSlots, generation: int, listing: Listing, position: np.ndarray,
              lexicon: Lexicon, last_seq: int, n_rows: int) -> None:
         self._chain = chain
         self.generation = generation
@@ -370,9 +370,9 @@ class UserIndex:
             keep = within(subset, positions)
             positions, lexical, unit = positions[keep], lexical[keep], unit[keep]
         return Signals(positions, sparse_stats(scores, len(self.ids)), unit_stats,
-                       kept(positions, lexical,
+                       signal_at(positions, lexical,
                             lambda at: looked_up(hit, scores, self._slot[at])[0]),
-                       kept(positions, unit, lambda at: self._units_at(at) @ query_vec))
+                       signal_at(positions, unit, lambda at: self._units_at(at) @ query_vec))
 
     def _pool(self, signals: Signals, scale: Scale, weights: FusionWeights,
               assistant: Callable[[np.ndarray], np.ndarray],

@@ -23,7 +23,7 @@ class Signals:
     unit_at: Callable[[np.ndarray], np.ndarray]
 
 
-def kept(positions: np.ndarray, values: np.ndarray,
+def signal_at(positions: np.ndarray, values: np.ndarray,
          computed: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
     """A signal's values at any positions: `values` at the sorted `positions` (a shortlist's,
     known), `computed` elsewhere."""

@@ -13,7 +13,7 @@ from ..storage.base import IndexData
 from .bm25 import grown
 
 
-class Chain:
+class SharedSlots:
     """What the snapshots of one user's index share, append-only, by slot (a memory's place
     in it; a changed memory takes a new slot and its old one dies): vector rows, the id to
     slot map, who wrote each, the approximate index. Only the newest snapshot extends it."""

@@ -21,7 +21,7 @@ from .reconcile import Reconciler
 from .segment import Segmenter
 from .session import Draft, SessionInput
 from .timeref import ground
-from .units import fit, passages
+from .units import fit_units, passages
 
 log = logging.getLogger("rmm_core.write.reflect")
 
@@ -165,7 +165,7 @@ class Reflector:
         segments = self.pipeline.segmenter.segment(SessionInput(
             state.user_id, state.session_id, turns, state.started_at, turn_vectors))
         return (SessionInput(state.user_id, state.session_id, pieces, state.started_at, vectors),
-                fit(split, segments, self.unit_words))
+                fit_units(split, segments, self.unit_words))
 
     def _vectors(self, session: SessionInput, drafts: list[Draft]) -> list[np.ndarray]:
         """Per draft: the vector of its text first, then (optionally) those of its turns.

@@ -42,7 +42,8 @@ def split_text(text: str, max_words: int) -> list[str]:
     return _pack(_sentences(text, max_words), target, max_words)
 
 
-def fit(split: list[list[Turn]], segments: list[list[int]], max_words: int) -> list[list[int]]:
+def fit_units(split: list[list[Turn]], segments: list[list[int]], max_words: int
+              ) -> list[list[int]]:
     """Units as positions in the flattened pieces of `split` (each turn's `passages`): each
     segment of turn positions cut into consecutive runs whose lines fit `max_words`.
 

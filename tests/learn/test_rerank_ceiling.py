@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rmm_core.bench.rerank_bound import _figures, _fit
+from rmm_core.bench.rerank_ceiling import _figures, _fit
 from rmm_core.cli import main
 from rmm_core.ops.commands import BAD_DATA
 

@@ -11,7 +11,7 @@ import pytest
 
 from rmm_core import Turn
 from rmm_core.write.timeref import ground
-from rmm_core.write.units import fit, passages, words
+from rmm_core.write.units import fit_units, passages, words
 
 SENTENCES = [f"Fact number {i} is that the {w} sits near marker {i * 7}." for i, w in
              enumerate(["lamp", "river", "kettle", "ladder", "violin"] * 200)]
@@ -72,7 +72,7 @@ def test_short_turns_stay_whole_and_a_long_turn_never_shares_a_unit():
     pieces = [p for parts in split for p in parts]
     assert pieces[0] is turns[0]
     assert pieces[-1] is turns[-1]
-    units = fit(split, [[0, 1, 2, 3]], 100)
+    units = fit_units(split, [[0, 1, 2, 3]], 100)
     for unit in units:
         ids = {pieces[p].id for p in unit}
         assert ids <= {"a1"} or "a1" not in ids
@@ -81,7 +81,7 @@ def test_short_turns_stay_whole_and_a_long_turn_never_shares_a_unit():
 
 def test_one_word_turns_group_up_to_the_budget():
     turns = [Turn("A" if i % 2 else "B", f"w{i}", id=str(i)) for i in range(500)]
-    units = fit([[t] for t in turns], [list(range(500))], 40)
+    units = fit_units([[t] for t in turns], [list(range(500))], 40)
     assert [p for u in units for p in u] == list(range(500))
     assert all(sum(words(turns[p]) for p in u) <= 40 for u in units)
     assert all(len(u) == 20 for u in units)  # 2 words a line: exactly 20 lines fill 40 words

@@ -4,7 +4,7 @@ import pytest
 
 from rmm_core.errors import StorageError
 from rmm_core.storage import open_store
-from rmm_core.storage.cas import compare_and_set
+from rmm_core.storage.compare_and_set import compare_and_set
 
 
 def test_lost_races_are_retried_then_the_write_lands(tmp_path):
