@@ -121,7 +121,8 @@ def test_open_takes_groups_dotted_and_old_names_over_a_config():
         mem = ReflectiveMemory.open(":memory:", embedder=HashEmbedder(), config=config,
                                     reranker={"kind": "none"}, turn_weight=0.0,
                                     **{"search.max_hit_words": 80})
-    assert seen[0].filename == __file__
+    [renamed] = [w for w in seen if "'fusion.turn_weight'" in str(w.message)]
+    assert renamed.filename == __file__  # points at the caller's line
     with mem:
         assert (mem.config.search.candidates, mem.config.search.max_hit_words) == (30, 80)
         assert (mem.config.reranker.kind, mem.config.fusion.turn_weight) == ("none", 0.0)

@@ -227,13 +227,20 @@ def sizes(hit_words: list[int], unit_words: list[int]) -> dict[str, float]:
 
 def rank_product(mem: ReflectiveMemory, user_id: str, question: str,
                  depth: int = DEPTH) -> list[RankedUnit]:
-    """The memory's own `search` ranking of one question, as the metrics measure it: deep
-    enough that the largest budget's list ends inside it (or every memory)."""
-    while True:
-        ranked = [(h.text, h.refs) for h in mem.search(question, user_id=user_id, k=depth)]
-        if len(ranked) < depth or fitting(ranked, max(BUDGETS))[0] < len(ranked):
-            return ranked
+    """The memory's own `search` ranking of one question, as the metrics measure it: the
+    first `depth` hits as `search(k=depth)` orders them, extended by deeper searches (their
+    hits not yet listed, in their order) until the largest budget's list ends inside it or
+    every memory is listed. The head does not depend on how short the hits are."""
+    hits = mem.search(question, user_id=user_id, k=depth)
+    ranked = [(h.text, h.refs) for h in hits]
+    listed = {h.memory.id for h in hits}
+    while len(hits) == depth and fitting(ranked, max(BUDGETS))[0] == len(ranked):
         depth *= 4
+        hits = mem.search(question, user_id=user_id, k=depth)
+        deeper = [h for h in hits if h.memory.id not in listed]
+        ranked += [(h.text, h.refs) for h in deeper]
+        listed.update(h.memory.id for h in deeper)
+    return ranked
 
 
 def rank_units(units: FixedUnits, conv: Conversation, embedder: Embedder,
