@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +93,8 @@ class Searcher:
         if self.config.search.excerpts:
             result.hits = excerpts(result.hits, query, query_vec, {
                 c.memory.id: r for c, r in zip(candidates, rows)}, self.indexes.stemmer)
+        result.hits = [h if h.rank == i else replace(h, rank=i)  # the order the steps left
+                       for i, h in enumerate(result.hits)]
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
                                        retrieval=c.score) for c in candidates]
         result.state = {"query_vec": query_vec, "ranking": ranking}
