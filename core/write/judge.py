@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..config import MemoryConfig
@@ -59,19 +60,18 @@ class ChangeJudge:
         if verdicts is None:
             return list(found)
         by_pair = {(c.old_id, c.new_id): c for c in found}
-        out = [c for c in found if (c.old_id, c.new_id) not in pairs]
+        asked = set(pairs)
+        out = [c for c in found if (c.old_id, c.new_id) not in asked]
         for k, (old, new) in enumerate(pairs):
-            verdict = verdicts.get(k)
+            verdict, rules = verdicts.get(k), by_pair.get((old, new))
             if verdict is None:  # not answered: the rules' verdict stands
-                out += [by_pair[(old, new)]] if (old, new) in by_pair else []
+                out += [rules] if rules else []
+            elif rules is not None and rules.kind == verdict:  # confirmed: its part and words
+                out.append(replace(rules, signals=("llm",)))
             elif verdict != "none":
-                rules = by_pair.get((old, new))
-                same = rules is not None and rules.kind == verdict
-                out.append(FactChange(
-                    old, new, memories[new].valid_from, verdict,
-                    rules.part if same else None,
-                    (rules.by if same else memories[new].text) if verdict == "supersedes"
-                    else None, ("llm",)))
+                out.append(FactChange(old, new, memories[new].valid_from, verdict, None,
+                                      memories[new].text if verdict == "supersedes" else None,
+                                      ("llm",)))
         return out
 
 
