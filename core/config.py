@@ -61,10 +61,11 @@ class SearchConfig(_Group):
     excerpts: bool = Field(
         True, description="Cut hits after the first two to what bears on the query: a "
                           "memory's lines by the speakers the query names and, past 60 words "
-                          "(30 for a query asking for a list, a count, an order or a "
-                          "summary), its sentences sharing most of the query's words; "
-                          "`hit.refs` then name only the turns the hit still carries words "
-                          "of.")
+                          "(30 for a query asking for a list, a count, an order, a "
+                          "summary or a judgement), its sentences sharing most of the "
+                          "query's words; `hit.refs` then name only the turns the hit still "
+                          "carries words of. For a judgement ('Would Ana enjoy...?'), the "
+                          "later hits with the most common words also go last.")
     immediate_recall: bool = Field(
         True, description="Search also returns turns not yet reflected, as provisional hits "
                           "(id `turn:<turn id>`, attrs['provisional']).")

@@ -8,8 +8,9 @@ question names ("What has Melanie painted?": Melanie's own words); and when it i
 longer than EXCERPT_WORDS, only its sentences sharing most of the question's words (ties
 broken by how close their turn is to the question), in their order. A question that asks
 for a list, a count, an order or a summary (`gathers`) is served by gathering: the later
-hits are cut to GATHER_WORDS instead, so that many distinct hits fit. A hit's `refs`
-then name only the turns it still carries words of.
+hits are cut to GATHER_WORDS instead, so that many distinct hits fit. So is a question that
+asks for a judgement ("Would Ana enjoy a cooking class?"): no one turn says its answer. A
+hit's `refs` then name only the turns it still carries words of.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ GATHERING = re.compile(
     re.IGNORECASE)
 """Words of a question that asks for several things or an aggregate of them: a list, a
 count, an order, a summary, or things in the plural ("which cities has Jon visited?")."""
+
+JUDGING = re.compile(r"\b(?:would|might|could|likely|probably)\b", re.IGNORECASE)
+"""Words of a question that asks for a judgement rather than a stated fact: what someone
+would enjoy, might do next, is likely to be, or what you would suggest. No one turn says
+the answer; it is weighed from many things the person said, so it gathers too."""
 
 _SENTENCE = re.compile(r"(?<=[.!?;:])\s+|\s*\n\s*")
 """Where a sentence (or clause) ends: after its punctuation, or at a line break."""
@@ -79,8 +85,14 @@ def excerpts(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
 
 
 def gathers(query: str) -> bool:
-    """Whether the query asks for a list, a count, an order or a summary (`GATHERING`)."""
-    return bool(GATHERING.search(query))
+    """Whether the query asks for a list, a count, an order or a summary (`GATHERING`), or
+    for a judgement (`judges`)."""
+    return bool(GATHERING.search(query)) or judges(query)
+
+
+def judges(query: str) -> bool:
+    """Whether the query asks for a judgement weighed from many statements (`JUDGING`)."""
+    return bool(JUDGING.search(query))
 
 
 def _named(query: str, speakers: set[str]) -> set[str]:
