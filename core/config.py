@@ -64,8 +64,10 @@ class SearchConfig(_Group):
                           "(30 for a query asking for a list, a count, an order, a "
                           "summary or a judgement), its sentences sharing most of the "
                           "query's words; `hit.refs` then name only the turns the hit still "
-                          "carries words of. For a judgement ('Would Ana enjoy...?'), the "
-                          "later hits with the most common words also go last.")
+                          "carries words of. A gathering query's later hits that only "
+                          "repeat turns go after those that add one; for a judgement "
+                          "('Would Ana enjoy...?'), those with the most common words go "
+                          "last.")
     immediate_recall: bool = Field(
         True, description="Search also returns turns not yet reflected, as provisional hits "
                           "(id `turn:<turn id>`, attrs['provisional']).")

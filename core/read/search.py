@@ -20,11 +20,11 @@ from .cache import IndexCache
 from .context import hit_text
 from .dbsearch import DatabaseSearcher
 from .excerpt import excerpts
+from .gather import gathered
 from .index import FusionWeights, Scale, UserIndex
 from .latest import latest_first
 from .provisional import OpenTurns
 from .score import relevance, scored
-from .substance import substance_first
 from .validity import about_the_past, arrange, valid_at
 from .when import named_period, prefer_period
 
@@ -94,7 +94,7 @@ class Searcher:
         if self.config.search.excerpts:
             result.hits = excerpts(result.hits, query, query_vec, {
                 c.memory.id: r for c, r in zip(candidates, rows)}, self.indexes.stemmer)
-            result.hits = substance_first(result.hits, query, self.indexes.stemmer)
+            result.hits = gathered(result.hits, query, self.indexes.stemmer)
         result.hits = [h if h.rank == i else replace(h, rank=i)  # the order the steps left
                        for i, h in enumerate(result.hits)]
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,

@@ -1,6 +1,6 @@
-"""Small talk last for a question that asks for a judgement (`rmm_core.read.substance`):
-hand-built hits for the rule, then a search over a real SQLite file with the packaged
-embedder."""
+"""The order of later hits for a question that gathers (`rmm_core.read.gather`): new turns
+before repeats, small talk last for a judgement. Hand-built hits for the rules, then a
+search over a real SQLite file with the packaged embedder."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from rmm_core import ReflectiveMemory, Turn
 from rmm_core.read.excerpt import WHOLE, gathers, judges
-from rmm_core.read.substance import substance_first
+from rmm_core.read.gather import gathered
 from rmm_core.types import Memory, MemoryHit
 
 SAID = ["I bake sourdough every Sunday and I am taking a pastry course at the college.",
@@ -21,9 +21,9 @@ SMALL_TALK = ["Thanks, that is so awesome!", "Haha, that is great, thanks!",
               "Wow, so awesome, thanks!"]
 
 
-def _hit(text: str, rank: int) -> MemoryHit:
+def _hit(text: str, rank: int, refs: list[str] | None = None) -> MemoryHit:
     memory = Memory(id=f"m{rank}", user_id="u1", text=f"Ana: {text}", key=text,
-                    refs=[f"D{rank}:1"], speakers=["Ana"],
+                    refs=[f"D{rank}:1"] if refs is None else refs, speakers=["Ana"],
                     occurred_at=datetime(2024, 3, 1))
     return MemoryHit(memory, 0.5, f"[1 March 2024] Ana: {text}", rank)
 
@@ -53,20 +53,35 @@ def test_questions_about_a_stated_fact_do_not_judge(query):
 
 def test_a_judging_question_moves_the_most_common_words_last():
     hits = _hits()
-    out = substance_first(hits, "Would Ana enjoy a cooking class?")
+    out = gathered(hits, "Would Ana enjoy a cooking class?")
     assert out[:WHOLE] == hits[:WHOLE]
     # six later hits: the two whose words are commonest among all eight go last, in order
     assert [h.memory.id for h in out[WHOLE:]] == ["m3", "m4", "m5", "m6", "m2", "m7"]
 
 
-def test_a_fact_question_keeps_the_order():
+def test_a_question_about_one_thing_keeps_the_order():
     hits = _hits()
-    assert substance_first(hits, "What did Ana bake on Sunday?") == hits
+    assert gathered(hits, "What did Ana bake on Sunday?") == hits
+
+
+def test_a_gathering_question_puts_repeated_turns_after_new_ones():
+    texts = ["one", "two", "three", "four", "five", "six"]
+    refs = [["D1:1"], ["D2:1"], ["D1:1"], ["D3:1"], [], ["D3:1", "D4:1"]]
+    hits = [_hit(t, i, r) for i, (t, r) in enumerate(zip(texts, refs))]
+    out = gathered(hits, "Which cities has Ana visited?")
+    # m2 only repeats D1:1 (a head hit's turn); m4 names no turn, so it is its own source
+    assert [h.memory.id for h in out] == ["m0", "m1", "m3", "m4", "m5", "m2"]
+    assert gathered(hits, "Where does Ana live?") == hits
+
+
+def test_a_fact_gathering_question_keeps_small_talk_in_place():
+    hits = _hits()
+    assert gathered(hits, "Which dishes has Ana cooked?") == hits
 
 
 def test_few_later_hits_keep_their_order():
     hits = _hits()[:WHOLE + 3]
-    assert substance_first(hits, "Would Ana enjoy a cooking class?") == hits
+    assert gathered(hits, "Would Ana enjoy a cooking class?") == hits
 
 
 def test_a_search_for_a_judgement_puts_small_talk_last(tmp_path, embedder):
