@@ -361,7 +361,7 @@ class _Reflections:
 
         mem._reflector.reflect = reflect
 
-    def of(self, user_id: str) -> list[str]:
+    def threads(self, user_id: str) -> list[str]:
         return [thread for user, thread in self.calls if user == user_id]
 
 
@@ -377,11 +377,11 @@ def test_a_request_never_reflects_another_users_session(open_memory):
     _idle_session(mem, "victim", "v")
     _idle_session(mem, "caller", "old")
     mem.append(("user", "hello"), user_id="caller", session_id="new")
-    assert spy.of("victim") == []  # waits for the worker or reflect_pending
-    assert spy.of("caller") == ["MainThread"]  # the caller's own idle session
+    assert spy.threads("victim") == []  # waits for the worker or reflect_pending
+    assert spy.threads("caller") == ["MainThread"]  # the caller's own idle session
     assert mem.memories(user_id="victim") == []
     mem.reflect_pending()
-    assert spy.of("victim") == ["MainThread"]
+    assert spy.threads("victim") == ["MainThread"]
     assert mem.memories(user_id="victim")
 
 
