@@ -1,5 +1,5 @@
 """How far a reranker can go on a split: the paper's bilinear maps fitted with full supervision
-(`rmm bench rerank --set reranker=rmm --bound-epochs N`), and the headroom of the feature
+(`rmm bench rerank --set reranker.kind=rmm --bound-epochs N`), and the headroom of the feature
 reranker's form on the held-out questions themselves (`--ceiling`)."""
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="instead: N users of --memories memories each in one process, "
                              "each searched cold (index built) then warm, within --cache-bytes")
     parser.add_argument("--cache-bytes", type=float, default=float(2**30),
-                        help="the memory's cache_bytes (default 1 GiB, as a default install)")
+                        help="the memory's storage.cache_bytes (default 1 GiB, as a default "
+                             "install)")
     parser.add_argument("--keep-bank", action="store_true",
                         help="with --db: search the bank of --memories memories an earlier "
                              "run wrote there instead of writing it again")
@@ -201,7 +202,7 @@ def run_users(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace
     again = timed(lambda i: mem.search(queries[i], user_id=users[i], k=args.k), order)
     rss, peak = rss_mb()
     print(f"{n_users} users x {per_user} memories x {1 + args.turns} vectors in one process, "
-          f"cache_bytes {args.cache_bytes / 2**20:.1f} MiB; write {write_s:.0f} s")
+          f"storage.cache_bytes {args.cache_bytes / 2**20:.1f} MiB; write {write_s:.0f} s")
     print(f"cold search (index built from the store) p50 {np.median(cold):.1f} ms, p95 "
           f"{np.percentile(cold, 95):.1f} ms")
     print(f"second pass over every user p50 {np.median(again):.1f} ms, p95 "

@@ -34,7 +34,7 @@ def _threshold(c: MemoryConfig) -> ThresholdReconciler:
 
 def _llmlingua(c: MemoryConfig, llm: Any) -> LLMLinguaCompressor:
     if not c.stages.llmlingua_model_path:
-        raise InvalidInputError('compression="llmlingua" needs stages.llmlingua_model_path, '
+        raise InvalidInputError('stages.compression="llmlingua" needs stages.llmlingua_model_path, '
                                 'the local folder of an LLMLingua-2 model')
     return LLMLinguaCompressor(c.stages.llmlingua_model_path)
 

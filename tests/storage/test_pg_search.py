@@ -361,7 +361,7 @@ def test_another_process_searching_in_the_database_sees_writes_both_ways(open_me
 
 @pytest.mark.parametrize("store_target", ["sqlite"], indirect=True)
 def test_search_backend_setting_is_validated(store_target, embedder):
-    with pytest.raises(InvalidInputError, match="search_backend='database'"):
+    with pytest.raises(InvalidInputError, match="search.backend='database'"):
         ReflectiveMemory.open(store_target, embedder=embedder, search={"backend": "database"})
     with pytest.raises(ValidationError):
         ReflectiveMemory.open(store_target, embedder=embedder, search={"backend": "server"})
