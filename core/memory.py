@@ -11,21 +11,18 @@ from typing import Any
 
 from .agents.workflows import WorkflowMemory
 from .agents.working import WorkingContext
-from .config import MemoryConfig, cache_budget, nest, unit_words
+from .config import MemoryConfig, nest, unit_words
 from .errors import FeedbackError, InvalidInputError, NotFoundError
 from .learn.attribute import CitedAnswer, answer_with_citations
 from .learn.rerank import LearnedReranker
-from .lru import ByteLRU
 from .metadata import check_filters, check_metadata
 from .models.embed import Embedder, default_embedder
 from .models.embed_adapters import as_embedder
 from .models.embed_identity import check_embedder
 from .models.llm import metered, usage_scope
 from .models.per_call import PerCallLLMs
-from .read.cache import IndexCache
-from .read.index import FusionWeights, english_stemmer
 from .read.scm import Recall, SCMController
-from .read.search import Searcher
+from .read.wiring import searcher_for
 from .storage import open_store
 from .storage.base import Store
 from .types import (
@@ -41,13 +38,12 @@ from .types import (
 from .write.compress import Compressor
 from .write.extract import Extractor
 from .write.facts import fact_memories, rewritten
-from .write.ingest import Ingestor, TurnLike
-from .write.judge import judge_for
+from .write.ingest import TurnLike
 from .write.pipeline import build_pipeline
 from .write.reconcile import Reconciler
-from .write.reflect import Pipeline, Reflector
+from .write.reflect import Pipeline
 from .write.segment import Segmenter
-from .write.supersede import Supersession
+from .write.wiring import ingestor_for
 
 
 def _in_thread(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
@@ -83,33 +79,10 @@ class ReflectiveMemory:
         self.embedder = as_embedder(embedder) if embedder is not None else \
             default_embedder(self.config.embedding.model)
         self.pipeline = pipeline or build_pipeline(self.config, self.llm)
-        self._stemmer = english_stemmer()
-        fusion = self.config.fusion
-        self._weights = FusionWeights(
-            fusion.lexical_weight, fusion.dense_weight, fusion.turn_weight,
-            fusion.neighbour_smoothing, fusion.assistant_weight,
-            frozenset(s.casefold() for s in fusion.assistant_speakers))
-        self._cache: ByteLRU[Any] = ByteLRU(cache_budget(self.config))
-        """Users' search indexes and reranker weights, in one byte budget."""
-        self._indexes = IndexCache(store, self._cache, self._stemmer)
-        self._reflector = Reflector(store, self.embedder, self.pipeline, self._indexes.get,
-                                    turn_vectors=self.config.embedding.turn_vectors,
-                                    memory_vector=self.config.embedding.memory_vector,
-                                    retry_delay=self.config.sessions.reflection_retry_delay,
-                                    unit_words=unit_words(self.config))
-        if self.config.notes.enabled:  # A-MEM notes and links after each reflection commit
-            from .agents.notes import keeper_for
-
-            self._reflector.after_commit = keeper_for(store, self.embedder, self.config,
-                                                      self.llm)
-        self._reranker = LearnedReranker(store, self.config, cache=self._cache)
-        self._search = Searcher(store, self.embedder, self.config, self._indexes,
-                                self._reranker, self._weights)
-        self._supersede = Supersession(
-            store, self._search.similar, assistants=self.config.fusion.assistant_speakers,
-            judge=judge_for(self.config, self.llm)) if self.config.supersession else None
-        self._reflector.supersede = self._supersede
-        self._ingest = Ingestor(store, self.config, self._reflector)
+        self._search = searcher_for(store, self.embedder, self.config)
+        self._ingest = ingestor_for(store, self.config, self.embedder, self.pipeline, self.llm,
+                                    index_for=self._search.indexes.get,
+                                    similar=self._search.similar)
         check_embedder(store, self.embedder)
         if store.read_only:  # a read-only store is searched as it is
             return
@@ -161,7 +134,7 @@ class ReflectiveMemory:
         """Stop the background worker (a reflection under way finishes), log any batched
         reranker steps, close the store."""
         self._ingest.stop()
-        self._reranker.flush()
+        self._search.reranker.flush()
         self.store.close()
 
     def __enter__(self) -> ReflectiveMemory:
@@ -239,7 +212,8 @@ class ReflectiveMemory:
 
     def _superseding(self, user_id: str, written: list[Memory]) -> list[Memory]:
         """`written` with what supersession found they change recorded (when it is on)."""
-        return self._supersede(user_id, written) if self._supersede else written
+        supersede = self._ingest.reflector.supersede
+        return supersede(user_id, written) if supersede else written
 
     def get(self, memory_id: str, *, user_id: str) -> Memory:
         """One memory of the user, with its versions; `NotFoundError` if there is none."""
@@ -337,7 +311,7 @@ class ReflectiveMemory:
         `cited` holds memory ids (or hits) among `result`'s hits; none cited = all -1.
         A result takes feedback once; a second call raises `FeedbackError`.
         """
-        self._reranker.feedback(result, cited)
+        self._search.reranker.feedback(result, cited)
 
     def respond(self, query: str, *, user_id: str, llm: Any = None, k: int = 5,
                 explore: bool = True) -> CitedAnswer:
@@ -411,10 +385,16 @@ class ReflectiveMemory:
         """Delete every turn, session, memory, version and vector of the user, their
         workflows, working context and own reranker weights, in one transaction."""
         user_id = check_id(user_id, "user_id")
-        self._reranker.forget(user_id)
+        self._search.reranker.forget(user_id)
         self.store.forget(user_id)
-        self._indexes.drop(user_id)
+        self._search.indexes.drop(user_id)
         self._search.database.drop(user_id)
+
+    @property
+    def reranker(self) -> LearnedReranker:
+        """The learned reranker, read-only: what `feedback` has taught it, e.g. a user's
+        weights as `reranker.weights_for(user_id, memory.embedder.dim)`."""
+        return self._search.reranker
 
     @property
     def workflows(self) -> WorkflowMemory:

@@ -247,7 +247,7 @@ def transfer(deployment, families: dict, settings: dict, args: argparse.Namespac
             "rerank20_ms_median": float(np.median(rerank_ms)),
             "rerank20_ms_p95": float(np.percentile(rerank_ms, 95))}
         if kind != "none":
-            weights = mem._reranker.weights_for("", mem.embedder.dim)
+            weights = mem.reranker.weights_for("", mem.embedder.dim)
             out["stored_steps"] = weights.steps
             if kind == "features":
                 out["weights"] = weights.named()
@@ -343,7 +343,7 @@ def time_rerank(mem: ReflectiveMemory, conv: Conversation, repeats: int = 200) -
                   for h in result.candidates[:20]]
     vectors = mem.store.memory_vectors(conv.sample_id, [h.memory.id for h in candidates])
     rows = [vectors[h.memory.id] for h in candidates]
-    reranker = mem._reranker
+    reranker = mem.reranker
     out = []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -353,13 +353,13 @@ class _Reflections:
 
     def __init__(self, mem: ReflectiveMemory) -> None:
         self.calls: list[tuple[str, str]] = []
-        inner = mem._reflector.reflect
+        inner = mem._ingest.reflector.reflect
 
         def reflect(state):
             self.calls.append((state.user_id, threading.current_thread().name))
             return inner(state)
 
-        mem._reflector.reflect = reflect
+        mem._ingest.reflector.reflect = reflect
 
     def threads(self, user_id: str) -> list[str]:
         return [thread for user, thread in self.calls if user == user_id]
