@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import warnings
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -12,8 +11,8 @@ from typing import Any
 from .agents.workflows import WorkflowMemory
 from .agents.working import WorkingContext
 from .config import MemoryConfig, nest, unit_words
-from .errors import FeedbackError, InvalidInputError, NotFoundError
-from .learn.attribute import CitedAnswer, answer_with_citations
+from .errors import InvalidInputError, NotFoundError
+from .learn.attribute import CitedAnswer, cite_and_learn
 from .learn.rerank import LearnedReranker
 from .metadata import check_filters, check_metadata
 from .models.embed import Embedder, default_embedder
@@ -21,6 +20,7 @@ from .models.embed_adapters import as_embedder
 from .models.embed_identity import check_embedder
 from .models.llm import metered, usage_scope
 from .models.per_call import PerCallLLMs
+from .read.checks import check_k, check_min_score, check_texts
 from .read.scm import Recall, SCMController
 from .read.wiring import searcher_for
 from .storage import open_store
@@ -33,7 +33,6 @@ from .types import (
     as_datetime,
     check_id,
     check_query,
-    check_unicode,
 )
 from .write.compress import Compressor
 from .write.extract import Extractor
@@ -292,13 +291,10 @@ class ReflectiveMemory:
         """
         user_id = check_id(user_id, "user_id")
         query = check_query(query, self.config.search.max_query_chars)
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        k = check_k(k)
         wanted = check_filters(filters, agent_id=agent_id, run_id=run_id)
         session_id = check_id(session_id, "session_id", optional=True)
-        if min_score is not None and (isinstance(min_score, bool) or not isinstance(
-                min_score, (int, float)) or not 0.0 <= min_score <= 1.0):
-            raise InvalidInputError(f"min_score must be a number in [0, 1], got {min_score!r}")
+        min_score = check_min_score(min_score)
         as_of = as_datetime(as_of, "as_of")
         return self._search.search(query, user_id=user_id, k=k, wanted=wanted,
                                    session_id=session_id, follow_links=follow_links,
@@ -323,14 +319,7 @@ class ReflectiveMemory:
         if model is None:
             raise InvalidInputError("respond needs an llm (argument or ReflectiveMemory's llm)")
         result = self.search(query, user_id=user_id, k=k, explore=explore)
-        with self._usage_for(user_id):
-            answer = answer_with_citations(model, query, result)
-        if result.hits:
-            try:
-                self.feedback(result, answer.cited_ids)
-            except FeedbackError as exc:  # the answer stands; only its learning step is refused
-                warnings.warn(str(exc), RuntimeWarning, stacklevel=2)
-        return answer
+        return cite_and_learn(model, query, result, self.feedback, self._usage_for(user_id))
 
     def rerank_texts(self, query: str, texts: Sequence[str], *, user_id: str,
                      memory_ids: Sequence[str | None] | None = None) -> list[float]:
@@ -338,12 +327,7 @@ class ReflectiveMemory:
         this); a text whose memory id is this user's is scored by that memory's stored rows."""
         user_id = check_id(user_id, "user_id")
         query = check_query(query, self.config.search.max_query_chars)
-        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-            raise InvalidInputError("rerank_texts needs a query string and a list of strings")
-        texts = [check_unicode(t, "text") for t in texts]
-        ids = list(memory_ids) if memory_ids is not None else [None] * len(texts)
-        if len(ids) != len(texts):
-            raise InvalidInputError("memory_ids must be as long as texts")
+        texts, ids = check_texts(texts, memory_ids)
         if not texts:
             return []
         return self._search.learned_scores(query, texts, ids, user_id=user_id)
