@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -25,6 +24,7 @@ from .read.scm import Recall, SCMController
 from .read.wiring import searcher_for
 from .storage import open_store
 from .storage.base import Store
+from .twins import in_thread
 from .types import (
     Memory,
     MemoryVersion,
@@ -43,17 +43,6 @@ from .write.reconcile import Reconciler
 from .write.reflect import Pipeline
 from .write.segment import Segmenter
 from .write.wiring import ingestor_for
-
-
-def _in_thread(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
-    """The async twin of the method `name`: the same call, run in a worker thread."""
-
-    async def twin(self: ReflectiveMemory, *args: Any, **kw: Any) -> Any:
-        return await asyncio.to_thread(getattr(self, name), *args, **kw)
-
-    twin.__name__ = twin.__qualname__ = f"a{name}"
-    twin.__doc__ = f"`{name}` as a coroutine (run in a worker thread)."
-    return twin
 
 
 class ReflectiveMemory:
@@ -113,11 +102,8 @@ class ReflectiveMemory:
         if settings:
             config = config.updated(**nest(settings, stacklevel=2))
         llm = metered(llm, config)
-        pipeline = build_pipeline(config, llm)
-        for name, stage in (("segmenter", segmenter), ("extractor", extractor),
-                            ("compressor", compressor), ("reconciler", reconciler)):
-            if stage is not None:
-                setattr(pipeline, name, stage)
+        pipeline = build_pipeline(config, llm, segmenter=segmenter, extractor=extractor,
+                                  compressor=compressor, reconciler=reconciler)
         if isinstance(target, Store):
             return cls(target, config=config, embedder=embedder, pipeline=pipeline, llm=llm,
                        recover=recover)
@@ -398,17 +384,17 @@ class ReflectiveMemory:
         return usage_scope(save=lambda tally: self.store.add_usage(user_id, "", tally))
 
     # async twins: the same calls in a worker thread -----------------------------------------
-    aappend = _in_thread("append")
-    aend_session = _in_thread("end_session")
-    aadd_session = _in_thread("add_session")
-    asearch = _in_thread("search")
-    afeedback = _in_thread("feedback")
-    arespond = _in_thread("respond")
-    aadd = _in_thread("add")
-    aget = _in_thread("get")
-    aupdate = _in_thread("update")
-    adelete = _in_thread("delete")
-    ahistory = _in_thread("history")
-    aturns = _in_thread("turns")
-    amemories = _in_thread("memories")
-    aforget = _in_thread("forget")
+    aappend = in_thread("append")
+    aend_session = in_thread("end_session")
+    aadd_session = in_thread("add_session")
+    asearch = in_thread("search")
+    afeedback = in_thread("feedback")
+    arespond = in_thread("respond")
+    aadd = in_thread("add")
+    aget = in_thread("get")
+    aupdate = in_thread("update")
+    adelete = in_thread("delete")
+    ahistory = in_thread("history")
+    aturns = in_thread("turns")
+    amemories = in_thread("memories")
+    aforget = in_thread("forget")
