@@ -265,8 +265,9 @@ def test_feedback_once_only_and_bad_citations_lose_nothing(bank):
 def test_feedback_that_fails_leaves_the_result_unclaimed(bank):
     res = bank.search("where is the wedding?", user_id="u1", k=2)
     wrong = Weights.zeros(8) if bank.config.reranker.kind == "rmm" else FeatureWeights.zeros(3)
-    bank.store.save_state(bank.reranker.state_name("u1"), 0, wrong.to_bytes())  # wrong dim
-    bank.reranker.weights._cache.clear()  # as in a process that has not read them yet
+    name = bank.reranker.state_name("u1")
+    bank.store.save_state(name, 0, wrong.to_bytes())  # wrong dim
+    bank.reranker.weights.discard(name)  # as in a process that has not read them yet
     with pytest.raises(StorageError, match="dimension"):
         bank.feedback(res, cited=[])
     assert bank.store.claim_feedback(res.id, "u1")  # the failed call did not use it up

@@ -246,7 +246,8 @@ def test_threads_and_processes_fold_every_claimed_step_exactly_once(tmp_path):
     assert all(proc.exitcode == 0 for proc in procs)
     store = SQLiteStore(path)
     final = WeightStore(store).load(GLOBAL, 4)
-    claims = store._read("SELECT COUNT(*) FROM feedback_log", ())[0][0]
+    with sqlite3.connect(path) as conn:
+        claims = conn.execute("SELECT COUNT(*) FROM feedback_log").fetchone()[0]
     version = store.state_log(GLOBAL)[0]
     store.close()
     assert claims == 3 * 6 * 20
