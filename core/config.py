@@ -128,7 +128,7 @@ class StagesConfig(_Group):
                            "rejects the changes the supersession rules found and judges the "
                            "nearest earlier memories they passed over (needs supersession).")
     llmlingua_model_path: str | None = Field(
-        None, description="Local folder of an LLMLingua-2 model (compression='llmlingua').")
+        None, description="Local folder of an LLMLingua-2 model (stages.compression='llmlingua').")
     llm_timeout: float | None = Field(120.0, gt=0, description="Seconds allowed per LLM call.")
     llm_workers: int = Field(4, ge=1, le=256, description="LLM calls running at once; while "
                                                          "this many are stuck past "

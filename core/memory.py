@@ -2,32 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
-import warnings
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
 from .agents.workflows import WorkflowMemory
 from .agents.working import WorkingContext
-from .config import MemoryConfig, cache_budget, nest, unit_words
-from .errors import FeedbackError, InvalidInputError, NotFoundError
-from .learn.attribute import CitedAnswer, answer_with_citations
+from .config import MemoryConfig, nest, unit_words
+from .errors import InvalidInputError, NotFoundError
+from .learn.attribute import CitedAnswer, cite_and_learn
 from .learn.rerank import LearnedReranker
-from .lru import ByteLRU
 from .metadata import check_filters, check_metadata
 from .models.embed import Embedder, default_embedder
 from .models.embed_adapters import as_embedder
 from .models.embed_identity import check_embedder
 from .models.llm import metered, usage_scope
 from .models.per_call import PerCallLLMs
-from .read.cache import IndexCache
-from .read.index import FusionWeights, english_stemmer
+from .read.checks import check_k, check_min_score, check_texts
 from .read.scm import Recall, SCMController
-from .read.search import Searcher
+from .read.wiring import searcher_for
 from .storage import open_store
 from .storage.base import Store
+from .twins import in_thread
 from .types import (
     Memory,
     MemoryVersion,
@@ -36,29 +33,16 @@ from .types import (
     as_datetime,
     check_id,
     check_query,
-    check_unicode,
 )
 from .write.compress import Compressor
 from .write.extract import Extractor
 from .write.facts import fact_memories, rewritten
-from .write.ingest import Ingestor, TurnLike
-from .write.judge import judge_for
+from .write.ingest import TurnLike
 from .write.pipeline import build_pipeline
 from .write.reconcile import Reconciler
-from .write.reflect import Pipeline, Reflector
+from .write.reflect import Pipeline
 from .write.segment import Segmenter
-from .write.supersede import Supersession
-
-
-def _in_thread(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
-    """The async twin of the method `name`: the same call, run in a worker thread."""
-
-    async def twin(self: ReflectiveMemory, *args: Any, **kw: Any) -> Any:
-        return await asyncio.to_thread(getattr(self, name), *args, **kw)
-
-    twin.__name__ = twin.__qualname__ = f"a{name}"
-    twin.__doc__ = f"`{name}` as a coroutine (run in a worker thread)."
-    return twin
+from .write.wiring import ingestor_for
 
 
 class ReflectiveMemory:
@@ -83,33 +67,10 @@ class ReflectiveMemory:
         self.embedder = as_embedder(embedder) if embedder is not None else \
             default_embedder(self.config.embedding.model)
         self.pipeline = pipeline or build_pipeline(self.config, self.llm)
-        self._stemmer = english_stemmer()
-        fusion = self.config.fusion
-        self._weights = FusionWeights(
-            fusion.lexical_weight, fusion.dense_weight, fusion.turn_weight,
-            fusion.neighbour_smoothing, fusion.assistant_weight,
-            frozenset(s.casefold() for s in fusion.assistant_speakers))
-        self._cache: ByteLRU[Any] = ByteLRU(cache_budget(self.config))
-        """Users' search indexes and reranker weights, in one byte budget."""
-        self._indexes = IndexCache(store, self._cache, self._stemmer)
-        self._reflector = Reflector(store, self.embedder, self.pipeline, self._indexes.get,
-                                    turn_vectors=self.config.embedding.turn_vectors,
-                                    memory_vector=self.config.embedding.memory_vector,
-                                    retry_delay=self.config.sessions.reflection_retry_delay,
-                                    unit_words=unit_words(self.config))
-        if self.config.notes.enabled:  # A-MEM notes and links after each reflection commit
-            from .agents.notes import keeper_for
-
-            self._reflector.after_commit = keeper_for(store, self.embedder, self.config,
-                                                      self.llm)
-        self._reranker = LearnedReranker(store, self.config, cache=self._cache)
-        self._search = Searcher(store, self.embedder, self.config, self._indexes,
-                                self._reranker, self._weights)
-        self._supersede = Supersession(
-            store, self._search.similar, assistants=self.config.fusion.assistant_speakers,
-            judge=judge_for(self.config, self.llm)) if self.config.supersession else None
-        self._reflector.supersede = self._supersede
-        self._ingest = Ingestor(store, self.config, self._reflector)
+        self._search = searcher_for(store, self.embedder, self.config)
+        self._ingest = ingestor_for(store, self.config, self.embedder, self.pipeline, self.llm,
+                                    index_for=self._search.indexes.get,
+                                    similar=self._search.similar)
         check_embedder(store, self.embedder)
         if store.read_only:  # a read-only store is searched as it is
             return
@@ -141,11 +102,8 @@ class ReflectiveMemory:
         if settings:
             config = config.updated(**nest(settings, stacklevel=2))
         llm = metered(llm, config)
-        pipeline = build_pipeline(config, llm)
-        for name, stage in (("segmenter", segmenter), ("extractor", extractor),
-                            ("compressor", compressor), ("reconciler", reconciler)):
-            if stage is not None:
-                setattr(pipeline, name, stage)
+        pipeline = build_pipeline(config, llm, segmenter=segmenter, extractor=extractor,
+                                  compressor=compressor, reconciler=reconciler)
         if isinstance(target, Store):
             return cls(target, config=config, embedder=embedder, pipeline=pipeline, llm=llm,
                        recover=recover)
@@ -161,7 +119,7 @@ class ReflectiveMemory:
         """Stop the background worker (a reflection under way finishes), log any batched
         reranker steps, close the store."""
         self._ingest.stop()
-        self._reranker.flush()
+        self._search.reranker.flush()
         self.store.close()
 
     def __enter__(self) -> ReflectiveMemory:
@@ -239,7 +197,8 @@ class ReflectiveMemory:
 
     def _superseding(self, user_id: str, written: list[Memory]) -> list[Memory]:
         """`written` with what supersession found they change recorded (when it is on)."""
-        return self._supersede(user_id, written) if self._supersede else written
+        supersede = self._ingest.reflector.supersede
+        return supersede(user_id, written) if supersede else written
 
     def get(self, memory_id: str, *, user_id: str) -> Memory:
         """One memory of the user, with its versions; `NotFoundError` if there is none."""
@@ -318,13 +277,10 @@ class ReflectiveMemory:
         """
         user_id = check_id(user_id, "user_id")
         query = check_query(query, self.config.search.max_query_chars)
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        k = check_k(k)
         wanted = check_filters(filters, agent_id=agent_id, run_id=run_id)
         session_id = check_id(session_id, "session_id", optional=True)
-        if min_score is not None and (isinstance(min_score, bool) or not isinstance(
-                min_score, (int, float)) or not 0.0 <= min_score <= 1.0):
-            raise InvalidInputError(f"min_score must be a number in [0, 1], got {min_score!r}")
+        min_score = check_min_score(min_score)
         as_of = as_datetime(as_of, "as_of")
         return self._search.search(query, user_id=user_id, k=k, wanted=wanted,
                                    session_id=session_id, follow_links=follow_links,
@@ -337,7 +293,7 @@ class ReflectiveMemory:
         `cited` holds memory ids (or hits) among `result`'s hits; none cited = all -1.
         A result takes feedback once; a second call raises `FeedbackError`.
         """
-        self._reranker.feedback(result, cited)
+        self._search.reranker.feedback(result, cited)
 
     def respond(self, query: str, *, user_id: str, llm: Any = None, k: int = 5,
                 explore: bool = True) -> CitedAnswer:
@@ -349,14 +305,7 @@ class ReflectiveMemory:
         if model is None:
             raise InvalidInputError("respond needs an llm (argument or ReflectiveMemory's llm)")
         result = self.search(query, user_id=user_id, k=k, explore=explore)
-        with self._usage_for(user_id):
-            answer = answer_with_citations(model, query, result)
-        if result.hits:
-            try:
-                self.feedback(result, answer.cited_ids)
-            except FeedbackError as exc:  # the answer stands; only its learning step is refused
-                warnings.warn(str(exc), RuntimeWarning, stacklevel=2)
-        return answer
+        return cite_and_learn(model, query, result, self.feedback, self._usage_for(user_id))
 
     def rerank_texts(self, query: str, texts: Sequence[str], *, user_id: str,
                      memory_ids: Sequence[str | None] | None = None) -> list[float]:
@@ -364,12 +313,7 @@ class ReflectiveMemory:
         this); a text whose memory id is this user's is scored by that memory's stored rows."""
         user_id = check_id(user_id, "user_id")
         query = check_query(query, self.config.search.max_query_chars)
-        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-            raise InvalidInputError("rerank_texts needs a query string and a list of strings")
-        texts = [check_unicode(t, "text") for t in texts]
-        ids = list(memory_ids) if memory_ids is not None else [None] * len(texts)
-        if len(ids) != len(texts):
-            raise InvalidInputError("memory_ids must be as long as texts")
+        texts, ids = check_texts(texts, memory_ids)
         if not texts:
             return []
         return self._search.learned_scores(query, texts, ids, user_id=user_id)
@@ -411,10 +355,16 @@ class ReflectiveMemory:
         """Delete every turn, session, memory, version and vector of the user, their
         workflows, working context and own reranker weights, in one transaction."""
         user_id = check_id(user_id, "user_id")
-        self._reranker.forget(user_id)
+        self._search.reranker.forget(user_id)
         self.store.forget(user_id)
-        self._indexes.drop(user_id)
+        self._search.indexes.drop(user_id)
         self._search.database.drop(user_id)
+
+    @property
+    def reranker(self) -> LearnedReranker:
+        """The learned reranker, read-only: what `feedback` has taught it, e.g. a user's
+        weights as `reranker.weights_for(user_id, memory.embedder.dim)`."""
+        return self._search.reranker
 
     @property
     def workflows(self) -> WorkflowMemory:
@@ -434,17 +384,17 @@ class ReflectiveMemory:
         return usage_scope(save=lambda tally: self.store.add_usage(user_id, "", tally))
 
     # async twins: the same calls in a worker thread -----------------------------------------
-    aappend = _in_thread("append")
-    aend_session = _in_thread("end_session")
-    aadd_session = _in_thread("add_session")
-    asearch = _in_thread("search")
-    afeedback = _in_thread("feedback")
-    arespond = _in_thread("respond")
-    aadd = _in_thread("add")
-    aget = _in_thread("get")
-    aupdate = _in_thread("update")
-    adelete = _in_thread("delete")
-    ahistory = _in_thread("history")
-    aturns = _in_thread("turns")
-    amemories = _in_thread("memories")
-    aforget = _in_thread("forget")
+    aappend = in_thread("append")
+    aend_session = in_thread("end_session")
+    aadd_session = in_thread("add_session")
+    asearch = in_thread("search")
+    afeedback = in_thread("feedback")
+    arespond = in_thread("respond")
+    aadd = in_thread("add")
+    aget = in_thread("get")
+    aupdate = in_thread("update")
+    adelete = in_thread("delete")
+    ahistory = in_thread("history")
+    aturns = in_thread("turns")
+    amemories = in_thread("memories")
+    aforget = in_thread("forget")

@@ -61,7 +61,7 @@ class Namespaces:
                for i, part in enumerate(namespace) if i in self.slots}
         return ids.pop("user_id"), ids
 
-    def of(self, memory: Memory) -> tuple[str, ...] | None:
+    def namespace_of(self, memory: Memory) -> tuple[str, ...] | None:
         """The namespace a memory lives in; None when its metadata lacks a scope id."""
         values = {"user_id": memory.user_id, **memory.metadata}
         parts = [values.get(self.slots[i]) if i in self.slots else part
@@ -140,14 +140,15 @@ class RMMStore(BaseStore):
                       if matches(m.metadata, wanted)]
             listed.sort(key=lambda m: m.updated_at, reverse=True)
             scored = [(m, None) for m in listed[op.offset:op.offset + op.limit]]
-        items = [(self.namespaces.of(m), m, score) for m, score in scored]
+        items = [(self.namespaces.namespace_of(m), m, score) for m, score in scored]
         return [SearchItem(namespace=ns, key=_key(m), value=_value(m, self.namespaces),
                            created_at=m.created_at, updated_at=m.updated_at, score=score)
                 for ns, m, score in items if ns is not None]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         found = {ns for user in self.memory.store.users()
-                 for ns in map(self.namespaces.of, self.memory.memories(user_id=user)) if ns}
+                 for ns in map(self.namespaces.namespace_of,
+                               self.memory.memories(user_id=user)) if ns}
         found = {ns[:op.max_depth] if op.max_depth else ns for ns in found
                  if all(_matches_condition(ns, c.match_type, c.path)
                         for c in op.match_conditions or ())}

@@ -167,6 +167,6 @@ def test_concurrent_feedback_steps_are_all_applied(store_target):
     run_parallel([job for _ in range(4)])
     mem.close()  # logs the batched steps
     again = open_mem(store_target)  # the weights start from the shipped ones and their steps
-    assert again._reranker.weights_for("u", again.embedder.dim).steps == \
+    assert again.reranker.weights_for("u", again.embedder.dim).steps == \
         shipped_weights().steps + 21
     again.close()

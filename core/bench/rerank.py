@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--phases", default="transfer,shipped,online",
                         help="which of transfer, shipped, online to run")
     parser.add_argument("--online-from", choices=("zero", "shipped"), default="shipped",
-                        help="the online deployments' starting weights (reranker=features; "
+                        help="the online deployments' starting weights (reranker.kind=features; "
                              "shipped, as a default install)")
     parser.add_argument("--plot", default="rerank_curve.png", help="learning-curve PNG ('' off)")
     parser.add_argument("--window", type=int, default=50, help="steps per point of the curve")
@@ -76,13 +76,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
     parser.add_argument("--save-weights", default=None, metavar="PATH",
                         help="write the weights trained by the transfer phase here (the "
-                             "format of the shipped file; reranker='features')")
+                             "format of the shipped file; reranker.kind='features')")
     parser.add_argument("--embed-cache", default=None, metavar="PATH",
                         help="a pickle of text -> vector: read if it exists, written after")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="MemoryConfig override of the learning runs, e.g. reranker.kind=rmm")
     parser.add_argument("--bound-epochs", type=int, default=0,
-                        help="reranker=rmm: also fit the bilinear maps with full supervision "
+                        help="reranker.kind=rmm: also fit the bilinear maps with full supervision "
                              "for this many epochs (Adam, listwise) and report held-out R_any@5 "
                              "(0 = off; needs torch)")
     parser.add_argument("--bound-lr", type=float, default=1e-4, help="Adam step of the bound")
@@ -247,7 +247,7 @@ def transfer(deployment, families: dict, settings: dict, args: argparse.Namespac
             "rerank20_ms_median": float(np.median(rerank_ms)),
             "rerank20_ms_p95": float(np.percentile(rerank_ms, 95))}
         if kind != "none":
-            weights = mem._reranker.weights_for("", mem.embedder.dim)
+            weights = mem.reranker.weights_for("", mem.embedder.dim)
             out["stored_steps"] = weights.steps
             if kind == "features":
                 out["weights"] = weights.named()
@@ -255,9 +255,9 @@ def transfer(deployment, families: dict, settings: dict, args: argparse.Namespac
                     trained_on = {name: [c.sample_id for c in train]
                                   for name, (train, _) in families.items()}
                     save_weights(weights, args.save_weights, {
-                        "about": "reranker='features' weights trained by REINFORCE from oracle "
-                                 "citations (a hit is cited when its refs hold a gold "
-                                 "evidence turn), starting from zero",
+                        "about": "reranker.kind='features' weights trained by REINFORCE from "
+                                 "oracle citations (a hit is cited when its refs hold a "
+                                 "gold evidence turn), starting from zero",
                         "trained_on": trained_on, "epochs": args.epochs, "seed": args.seed,
                         "settings": settings,
                         "command": "rmm bench rerank " + " ".join(
@@ -343,7 +343,7 @@ def time_rerank(mem: ReflectiveMemory, conv: Conversation, repeats: int = 200) -
                   for h in result.candidates[:20]]
     vectors = mem.store.memory_vectors(conv.sample_id, [h.memory.id for h in candidates])
     rows = [vectors[h.memory.id] for h in candidates]
-    reranker = mem._reranker
+    reranker = mem.reranker
     out = []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -1,5 +1,5 @@
 """How far a reranker can go on a split: the paper's bilinear maps fitted with full supervision
-(`rmm bench rerank --set reranker=rmm --bound-epochs N`), and the headroom of the feature
+(`rmm bench rerank --set reranker.kind=rmm --bound-epochs N`), and the headroom of the feature
 reranker's form on the held-out questions themselves (`--ceiling`)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def supervised_bound(mem: ReflectiveMemory, train: list[Conversation],
         import torch
     except ImportError as exc:
         raise MissingDependencyError("torch", "torch") from exc
-    reranker = mem._reranker.scorer.reranker
+    reranker = mem.reranker.scorer.reranker
     train_set, test_set = _labelled(mem, train), _labelled(mem, test)
     dim = mem.embedder.dim
     w_q, w_m = torch.zeros(dim, dim, requires_grad=True), torch.zeros(dim, dim, requires_grad=True)
@@ -100,7 +100,7 @@ def ceiling(mem: ReflectiveMemory, families: dict[str, tuple[list[Conversation],
     weights, the feature reranker's form fitted with full supervision on every family's train
     questions, the best such fit on these held-out questions themselves (hand-set and shipped
     weights among the tries), and the pool itself (evidence first)."""
-    start = np.concatenate([[1.0], mem._reranker.weights_for("", mem.embedder.dim).w])
+    start = np.concatenate([[1.0], mem.reranker.weights_for("", mem.embedder.dim).w])
     on_train = _fit(_pools(mem, [c for train, _ in families.values() for c in train]),
                     start, L2[-1])
     out = {}

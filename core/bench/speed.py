@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="instead: N users of --memories memories each in one process, "
                              "each searched cold (index built) then warm, within --cache-bytes")
     parser.add_argument("--cache-bytes", type=float, default=float(2**30),
-                        help="the memory's cache_bytes (default 1 GiB, as a default install)")
+                        help="the memory's storage.cache_bytes (default 1 GiB, as a default "
+                             "install)")
     parser.add_argument("--keep-bank", action="store_true",
                         help="with --db: search the bank of --memories memories an earlier "
                              "run wrote there instead of writing it again")
@@ -98,7 +99,7 @@ def run_bank(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace)
     t0 = time.perf_counter()
     mem.search(queries[0], user_id=user, k=args.k)  # loads and indexes the bank
     build_s = time.perf_counter() - t0
-    index = mem._indexes.get(user)
+    index = mem._search.indexes.get(user)
     rss, peak = rss_mb()
     query_vecs = embedder.embed(queries)
     top = mem.config.search.candidates
@@ -201,12 +202,12 @@ def run_users(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace
     again = timed(lambda i: mem.search(queries[i], user_id=users[i], k=args.k), order)
     rss, peak = rss_mb()
     print(f"{n_users} users x {per_user} memories x {1 + args.turns} vectors in one process, "
-          f"cache_bytes {args.cache_bytes / 2**20:.1f} MiB; write {write_s:.0f} s")
+          f"storage.cache_bytes {args.cache_bytes / 2**20:.1f} MiB; write {write_s:.0f} s")
     print(f"cold search (index built from the store) p50 {np.median(cold):.1f} ms, p95 "
           f"{np.percentile(cold, 95):.1f} ms")
     print(f"second pass over every user p50 {np.median(again):.1f} ms, p95 "
-          f"{np.percentile(again, 95):.1f} ms ({len(mem._cache)} entries cached, "
-          f"{mem._cache.nbytes / 2**20:.2f} MiB by their own count)")
+          f"{np.percentile(again, 95):.1f} ms ({len(mem._search.indexes.cache)} entries cached, "
+          f"{mem._search.indexes.cache.nbytes / 2**20:.2f} MiB by their own count)")
     print(f"RSS after the cold pass {rss_cold:.0f} MiB, after the second {rss:.0f} MiB, "
           f"peak {peak:.0f} MiB")
 
@@ -224,10 +225,10 @@ def run_ingest(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespac
         return time.perf_counter() - t0
 
     first = ingest("first")
-    size = len(mem._indexes.get(user))
+    size = len(mem._search.indexes.get(user))
     fill_chunks(mem, user, bank_chunks(max(args.memories - size, 0), vocab, turns=args.turns))
     mem.search("warm the index", user_id=user)
-    big = len(mem._indexes.get(user))
+    big = len(mem._search.indexes.get(user))
     last = ingest("last")
     print(f"{n} 3-turn sessions reflected into an empty bank: {first:.1f} s "
           f"({1000 * first / n:.0f} ms a session); {n} more into a bank of {big} memories: "
@@ -236,11 +237,11 @@ def run_ingest(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespac
 
 def exact_agreement(mem: ReflectiveMemory, user_id: str, queries: list[str], top: int) -> float:
     """Mean share of the top-`top` fused candidates that exhaustive scoring also ranks there."""
-    index = mem._indexes.get(user_id)
+    index = mem._search.indexes.get(user_id)
     shares = []
     for q in queries:
         qv = mem.embedder.embed([q])[0]
-        fast = index.search(q, qv, top=top, weights=mem._weights).positions
-        exact = index.search(q, qv, top=top, weights=mem._weights, exact=True).positions
+        fast = index.search(q, qv, top=top, weights=mem._search.weights).positions
+        exact = index.search(q, qv, top=top, weights=mem._search.weights, exact=True).positions
         shares.append(len(set(fast) & set(exact)) / max(len(exact), 1))
     return float(np.mean(shares))

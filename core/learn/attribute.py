@@ -8,10 +8,13 @@ and each memory decides (LLM-free).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Any
 
-from ..errors import InvalidInputError
+from ..errors import FeedbackError, InvalidInputError
 from ..models import prompts
 from ..models.llm import LLM
 from ..text import content_words
@@ -85,6 +88,21 @@ def answer_with_citations(llm: LLM, query: str, result: SearchResult) -> CitedAn
         raise InvalidInputError(f"the llm returned {type(raw).__name__}, not text")
     cited = [hits[i - 1] for i in parse_citations(raw, len(hits))]
     return CitedAnswer(strip_citations(raw, len(hits)), cited, result, raw)
+
+
+def cite_and_learn(llm: LLM, query: str, result: SearchResult,
+                   feedback: Callable[[SearchResult, list[str]], None],
+                   usage: AbstractContextManager[Any]) -> CitedAnswer:
+    """RMM's loop after the search: answer citing `result`'s hits (the LLM's use counted in
+    `usage`), then one `feedback` step from what it cited. A refused step only warns."""
+    with usage:
+        answer = answer_with_citations(llm, query, result)
+    if result.hits:
+        try:
+            feedback(result, answer.cited_ids)
+        except FeedbackError as exc:  # the answer stands; only its learning step is refused
+            warnings.warn(str(exc), RuntimeWarning, stacklevel=3)
+    return answer
 
 
 def cite_by_overlap(answer: str, result: SearchResult, *, min_coverage: float = 0.5,

@@ -1,6 +1,6 @@
 """Retrospective reflection: rerank a search's candidates and learn from an answer's citations.
 
-`reranker` chooses the scorer from `RERANKERS`: "features" (the hand-set fusion plus learned
+`reranker.kind` chooses the scorer from `RERANKERS`: "features" (the hand-set fusion plus learned
 weights over 15 retrieval and memory signals, pre-trained, the default), "rmm" (the
 paper's bilinear maps over embeddings) or "none" (the hand-set fusion alone, learning
 nothing). The scorers' maths live in `rerank_features` and `rerank_bilinear`, the policy

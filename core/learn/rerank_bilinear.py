@@ -37,7 +37,7 @@ class Combine(NamedTuple):
 # scores of 20 candidates sit within ~0.1 of each other, so on raw f ("residual") a
 # temperature of 0.5 samples almost uniformly. Measured on LoCoMo dev (train conv-26/30/41,
 # test conv-42/43, one oracle pass, R_any@5 81.2 before; `rmm bench rerank --set
-# reranker_combine=... --set reranker_mix=...`): zscore mix 10 -> 80.9..82.2 over 4 seeds;
+# reranker.combine=... --set reranker.mix=...`): zscore mix 10 -> 80.9..82.2 over 4 seeds;
 # zscore mix 5 -> 81.2; residual mix 0.5 / 2 / 5 -> 81.2 / 81.2 / 80.4; mix 30 -> 72.9.
 # No setting gains more than noise on held-out conversations; zscore/10 was the best.
 # Adam (lr 1e-3) in place of plain SGD moves the weights far more and does worse (before
@@ -181,7 +181,7 @@ class Reranker:
                  combine: str = "zscore", rng: np.random.Generator | None = None) -> None:
         if combine not in COMBINE:
             raise InvalidInputError(
-                f"unknown reranker_combine {combine!r}; choose from {sorted(COMBINE)}")
+                f"unknown reranker.combine {combine!r}; choose from {sorted(COMBINE)}")
         self.temperature = temperature
         self.mix = mix
         self.baseline = baseline

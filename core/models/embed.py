@@ -249,7 +249,7 @@ def check_dimension(stored: int | None, embedder: Embedder) -> None:
         name = getattr(embedder, "name", type(embedder).__name__)
         raise InvalidInputError(
             f"this memory's vectors have {stored} dimensions but the embedder {name} makes "
-            f"{dim}: open it with the embedder (or embedding_model) it was built with")
+            f"{dim}: open it with the embedder (or embedding.model) it was built with")
 
 
 def default_embedder(model: str | None = None) -> Embedder:

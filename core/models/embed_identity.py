@@ -36,7 +36,7 @@ def check_embedder(store: Store, embedder: Embedder) -> None:
     raise InvalidInputError(
         f"this memory was built with the embedder {recorded.name} but is opened with the "
         f"embedder {name}, whose vectors differ: open it with the embedder (or "
-        "embedding_model) it was built with")
+        "embedding.model) it was built with")
 
 
 def _probe(embedder: Embedder) -> np.ndarray | None:

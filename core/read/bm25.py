@@ -44,7 +44,8 @@ class _Postings:
     slots: np.ndarray
     tf: np.ndarray
 
-    def of(self, token: int) -> tuple[np.ndarray, np.ndarray]:
+    def postings(self, token: int) -> tuple[np.ndarray, np.ndarray]:
+        """Token `token`'s postings: the slots holding it and its count in each."""
         if token + 1 >= len(self.ptr):
             return self.slots[:0], self.tf[:0]
         a, b = self.ptr[token], self.ptr[token + 1]
@@ -186,7 +187,7 @@ class Lexicon:
             for part in (self._main, self._delta):
                 if part is None:
                     continue
-                slots, tf = part.of(tid)
+                slots, tf = part.postings(tid)
                 if self.n_docs < self.n_slots:  # some slots dropped
                     live = self._alive[slots]
                     slots, tf = slots[live], tf[live]

@@ -52,9 +52,9 @@ class IndexCache:
                                   trained=cached)
             if index.nbytes > self.cache.max_bytes and (
                     cached is None or cached.nbytes <= self.cache.max_bytes):
-                log.warning("user %r's search index takes %.0f MiB, more than cache_bytes "
+                log.warning("user %r's search index takes %.0f MiB, more than storage.cache_bytes "
                             "(%.0f MiB): it is kept while it is the one last searched; raise "
-                            "cache_bytes to keep it beside others", user_id,
+                            "storage.cache_bytes to keep it beside others", user_id,
                             index.nbytes / 2**20, self.cache.max_bytes / 2**20)
             self.cache.put(index_key(user_id), index, index.nbytes)
             self._last = (user_id, index)

@@ -66,7 +66,7 @@ class DatabaseSearcher:
                  cache: ByteLRU) -> None:
         if backend == "database" and not isinstance(store, DatabaseSearch):
             raise InvalidInputError(
-                f"search_backend='database' needs a store that searches in its database "
+                f"search.backend='database' needs a store that searches in its database "
                 f"(PostgreSQL); {type(store).__name__} is searched in process")
         self.store = store if isinstance(store, DatabaseSearch) else None
         self.weights = weights

@@ -204,7 +204,7 @@ class UserIndex:
 
     def rows_of(self, position: int) -> np.ndarray:
         """The vector rows of the memory at `position`: its own first, then its turns'."""
-        return self._vectors.of(self._slot[position])
+        return self._vectors.slot_rows(self._slot[position])
 
     def _assistant_flags(self, weights: FusionWeights) -> np.ndarray:
         """Per slot: 1.0 when `weights` count its speakers as the assistant alone, else 0.0

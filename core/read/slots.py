@@ -122,7 +122,7 @@ class SlotVectors:
         out[self.count[slots] == 0] = 0.0
         return out
 
-    def of(self, slot: int) -> np.ndarray:
+    def slot_rows(self, slot: int) -> np.ndarray:
         """The vector rows of `slot`: its own first, then its turns'."""
         return self.rows[self.start[slot]:self.start[slot] + self.count[slot]]
 

@@ -328,7 +328,7 @@ class Store(ABC):
         """
         raise NotImplementedError(
             f"{type(self).__name__} does not implement update_memory_attrs, which A-MEM notes "
-            "(config notes=True) need")
+            "(config notes.enabled=True) need")
 
     # learned weights and feedback ------------------------------------------------------
     @abstractmethod

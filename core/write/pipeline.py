@@ -13,11 +13,17 @@ from typing import Any
 from ..config import MemoryConfig, unit_words
 from ..errors import InvalidInputError
 from ..models.llm import metered as metered_llm
-from .compress import FillerCompressor, IdentityCompressor, LLMLinguaCompressor
-from .extract import LLMExtractor, SegmentExtractor
-from .reconcile import LLMReconciler, ThresholdReconciler
+from .compress import Compressor, FillerCompressor, IdentityCompressor, LLMLinguaCompressor
+from .extract import Extractor, LLMExtractor, SegmentExtractor
+from .reconcile import LLMReconciler, Reconciler, ThresholdReconciler
 from .reflect import Pipeline
-from .segment import EmbeddingSegmenter, FixedSegmenter, IncrementalLLMSegmenter, LLMSegmenter
+from .segment import (
+    EmbeddingSegmenter,
+    FixedSegmenter,
+    IncrementalLLMSegmenter,
+    LLMSegmenter,
+    Segmenter,
+)
 
 Factory = Callable[[MemoryConfig, Any], Any]
 
@@ -34,7 +40,7 @@ def _threshold(c: MemoryConfig) -> ThresholdReconciler:
 
 def _llmlingua(c: MemoryConfig, llm: Any) -> LLMLinguaCompressor:
     if not c.stages.llmlingua_model_path:
-        raise InvalidInputError('compression="llmlingua" needs stages.llmlingua_model_path, '
+        raise InvalidInputError('stages.compression="llmlingua" needs stages.llmlingua_model_path, '
                                 'the local folder of an LLMLingua-2 model')
     return LLMLinguaCompressor(c.stages.llmlingua_model_path)
 
@@ -73,9 +79,12 @@ DEFAULTS = {
 """Implementation used when a stage's setting is None, without and with an LLM."""
 
 
-def build_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:
+def build_pipeline(config: MemoryConfig, llm: Any = None, *,
+                   segmenter: Segmenter | None = None, extractor: Extractor | None = None,
+                   compressor: Compressor | None = None,
+                   reconciler: Reconciler | None = None) -> Pipeline:
     """The write path the settings ask for; `llm` is anything `as_llm` accepts (metered
-    here unless it already is)."""
+    here unless it already is). A stage given replaces the one the settings would build."""
     metered = metered_llm(llm, config)
     setting = {"segmentation": "segmentation.kind", "extraction": "stages.extraction",
                "compression": "stages.compression", "reconciliation": "stages.reconciliation"}
@@ -89,5 +98,10 @@ def build_pipeline(config: MemoryConfig, llm: Any = None) -> Pipeline:
             raise InvalidInputError(f'{setting[stage]}="{name}" needs an LLM: pass llm= to '
                                     'open()')
         chosen[stage] = options[name](config, metered)
-    return Pipeline(segmenter=chosen["segmentation"], extractor=chosen["extraction"],
-                    compressor=chosen["compression"], reconciler=chosen["reconciliation"])
+    pipeline = Pipeline(segmenter=chosen["segmentation"], extractor=chosen["extraction"],
+                        compressor=chosen["compression"], reconciler=chosen["reconciliation"])
+    for name, stage in (("segmenter", segmenter), ("extractor", extractor),
+                        ("compressor", compressor), ("reconciler", reconciler)):
+        if stage is not None:
+            setattr(pipeline, name, stage)
+    return pipeline

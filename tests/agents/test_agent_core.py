@@ -353,15 +353,15 @@ class _Reflections:
 
     def __init__(self, mem: ReflectiveMemory) -> None:
         self.calls: list[tuple[str, str]] = []
-        inner = mem._reflector.reflect
+        inner = mem._ingest.reflector.reflect
 
         def reflect(state):
             self.calls.append((state.user_id, threading.current_thread().name))
             return inner(state)
 
-        mem._reflector.reflect = reflect
+        mem._ingest.reflector.reflect = reflect
 
-    def of(self, user_id: str) -> list[str]:
+    def threads(self, user_id: str) -> list[str]:
         return [thread for user, thread in self.calls if user == user_id]
 
 
@@ -377,11 +377,11 @@ def test_a_request_never_reflects_another_users_session(open_memory):
     _idle_session(mem, "victim", "v")
     _idle_session(mem, "caller", "old")
     mem.append(("user", "hello"), user_id="caller", session_id="new")
-    assert spy.of("victim") == []  # waits for the worker or reflect_pending
-    assert spy.of("caller") == ["MainThread"]  # the caller's own idle session
+    assert spy.threads("victim") == []  # waits for the worker or reflect_pending
+    assert spy.threads("caller") == ["MainThread"]  # the caller's own idle session
     assert mem.memories(user_id="victim") == []
     mem.reflect_pending()
-    assert spy.of("victim") == ["MainThread"]
+    assert spy.threads("victim") == ["MainThread"]
     assert mem.memories(user_id="victim")
 
 

@@ -175,11 +175,11 @@ def test_citation_mode_asks_for_citations_and_trains_the_reranker(mem, chat_mode
                          checkpointer=InMemorySaver())
     run(agent, FACT, user="u1", thread="A")
     mem.end_session(user_id="u1", session_id="A")
-    before = len(mem.store.state_log(mem._reranker.state_name("u1"))[1])
+    before = len(mem.store.state_log(mem.reranker.state_name("u1"))[1])
     run(agent, QUESTION, user="u1", thread="B")
     assert "[1]" in model.system_prompt()
     assert "[NO_CITE]" in model.system_prompt()
-    after = len(mem.store.state_log(mem._reranker.state_name("u1"))[1])
+    after = len(mem.store.state_log(mem.reranker.state_name("u1"))[1])
     assert after == before + 1  # one REINFORCE step, from the answer's [1]
 
 

@@ -69,27 +69,27 @@ def test_respond_cites_and_learns(mem):
     assert answer.cited_ids == [answer.result[0].memory.id]
     assert "Rex" in answer.memories[0].text
     assert len(prompts) == 1
-    assert len(mem.store.state_log(mem._reranker.state_name("u1"))[1]) == 1
+    assert len(mem.store.state_log(mem.reranker.state_name("u1"))[1]) == 1
 
 
 def test_respond_no_cite_still_teaches(mem):
     answer = mem.respond("favourite food?", user_id="u1", llm=lambda p: "No idea. [NO_CITE]")
     assert answer.cited == []
     assert answer.answer == "No idea."
-    assert len(mem.store.state_log(mem._reranker.state_name("u1"))[1]) == 1
+    assert len(mem.store.state_log(mem.reranker.state_name("u1"))[1]) == 1
 
 
 def test_respond_without_llm_is_a_typed_error(mem):
     with pytest.raises(InvalidInputError, match="llm"):
         mem.respond("anything", user_id="u1")
-    assert len(mem.store.state_log(mem._reranker.state_name("u1"))[1]) == 0
+    assert len(mem.store.state_log(mem.reranker.state_name("u1"))[1]) == 0
 
 
 def test_respond_with_no_memories_skips_feedback(open_memory):
     mem = open_memory()
     answer = mem.respond("hello?", user_id="nobody", llm=lambda p: "Hi [1]")
     assert answer.cited == []
-    assert len(mem.store.state_log(mem._reranker.state_name("u1"))[1]) == 0
+    assert len(mem.store.state_log(mem.reranker.state_name("u1"))[1]) == 0
 
 
 async def test_arespond(mem):
@@ -109,4 +109,4 @@ def test_overlap_attribution(mem):
     with pytest.raises(InvalidInputError):
         cite_by_overlap("x", res, min_coverage=0)
     mem.feedback(res, cited=answer.cited)
-    assert len(mem.store.state_log(mem._reranker.state_name("u1"))[1]) == 1
+    assert len(mem.store.state_log(mem.reranker.state_name("u1"))[1]) == 1

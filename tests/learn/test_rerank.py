@@ -172,7 +172,7 @@ def logged(store, name: str | None = None) -> int:
 
 def steps(mem: ReflectiveMemory, user_id: str = "") -> int:
     """Feedback steps in the weights that rank `user_id`'s searches."""
-    return mem._reranker.weights_for(user_id, mem.embedder.dim).steps
+    return mem.reranker.weights_for(user_id, mem.embedder.dim).steps
 
 
 def is_zero(weights) -> bool:
@@ -265,8 +265,9 @@ def test_feedback_once_only_and_bad_citations_lose_nothing(bank):
 def test_feedback_that_fails_leaves_the_result_unclaimed(bank):
     res = bank.search("where is the wedding?", user_id="u1", k=2)
     wrong = Weights.zeros(8) if bank.config.reranker.kind == "rmm" else FeatureWeights.zeros(3)
-    bank.store.save_state(bank._reranker.state_name("u1"), 0, wrong.to_bytes())  # wrong dim
-    bank._reranker.weights._cache.clear()  # as in a process that has not read them yet
+    name = bank.reranker.state_name("u1")
+    bank.store.save_state(name, 0, wrong.to_bytes())  # wrong dim
+    bank.reranker.weights.discard(name)  # as in a process that has not read them yet
     with pytest.raises(StorageError, match="dimension"):
         bank.feedback(res, cited=[])
     assert bank.store.claim_feedback(res.id, "u1")  # the failed call did not use it up
@@ -300,7 +301,7 @@ U1 = WeightStore.name("user", "u1")
 
 def test_user_scope_keeps_weights_apart(learner):
     mem = learner(reranker={"scope": "user"})
-    u1, u2 = mem._reranker.state_name("u1"), mem._reranker.state_name("u2")
+    u1, u2 = mem.reranker.state_name("u1"), mem.reranker.state_name("u2")
     for user in ("u1", "u2"):
         for i, text in enumerate(TOPICS[:3]):
             mem.add_session([{"speaker": "user", "text": text}], user_id=user,
@@ -314,7 +315,7 @@ def test_user_scope_keeps_weights_apart(learner):
 
 def test_forget_erases_the_users_own_weights_and_keeps_the_others(learner):
     mem = learner(reranker={"scope": "user"})
-    u1 = mem._reranker.state_name("u1")
+    u1 = mem.reranker.state_name("u1")
     for user in ("u1", "u2"):
         for i, text in enumerate(TOPICS[:3]):
             mem.add_session([{"speaker": "user", "text": text}], user_id=user,
@@ -324,7 +325,7 @@ def test_forget_erases_the_users_own_weights_and_keeps_the_others(learner):
     assert steps(mem, "u1") == 1  # now cached
     mem.forget(user_id="u1")
     assert logged(mem.store, u1) == 0
-    erased = mem._reranker.weights_for("u1", mem.embedder.dim)
+    erased = mem.reranker.weights_for("u1", mem.embedder.dim)
     assert erased.steps == 0
     assert is_zero(erased)
     assert "u1" not in u1  # the erased row's name does not keep the forgotten user's id
@@ -354,7 +355,7 @@ def test_schema_2_per_user_state_moves_to_hashed_names(open_memory, store_target
         ("UPDATE meta SET value = '2' WHERE key = {}", "schema_version")])
     mem = open_memory(reranker={"scope": "user", "kind": "rmm"})
     assert logged(mem.store, "reranker/user/u1") == 0
-    assert mem._reranker.weights.load(U1, mem.embedder.dim).steps == 1
+    assert mem.reranker.weights.load(U1, mem.embedder.dim).steps == 1
     assert mem.store.load_state("workflows/user/u1") == (0, None)
     assert mem.store.load_state(flows) == (1, b"[]")
 

@@ -164,20 +164,20 @@ def test_weights_files_are_checked(tmp_path):
 @pytest.mark.parametrize("scope", ["global", "user"])
 def test_a_fresh_install_starts_from_the_shipped_weights(bank, scope, embedder):
     mem = bank(reranker={"scope": scope})
-    assert np.array_equal(mem._reranker.weights_for("new-user", embedder.dim).w,
+    assert np.array_equal(mem.reranker.weights_for("new-user", embedder.dim).w,
                           shipped_weights().w)
     zero = bank(reranker={"scope": scope, "weights": None})
-    assert not zero._reranker.weights_for("new-user", embedder.dim).w.any()
+    assert not zero.reranker.weights_for("new-user", embedder.dim).w.any()
 
 
 def test_own_weights_file_is_where_learning_starts(bank, tmp_path, embedder):
     path = tmp_path / "mine.json"
     save_weights(FeatureWeights(np.full(len(FEATURES), 0.5, np.float32)), path, {})
     mem = bank(reranker={"weights": str(path)})
-    assert np.allclose(mem._reranker.weights_for("u1", embedder.dim).w, 0.5)
+    assert np.allclose(mem.reranker.weights_for("u1", embedder.dim).w, 0.5)
     res = mem.search("what pet do I have?", user_id="u1", k=2, explore=True)
     mem.feedback(res, cited=[res[0].memory.id])
-    after = mem._reranker.weights_for("u1", embedder.dim)
+    after = mem.reranker.weights_for("u1", embedder.dim)
     assert after.steps == 1
     assert not np.allclose(after.w, 0.5)
 
@@ -198,7 +198,7 @@ def test_none_ranks_by_the_hand_set_fusion_and_learns_nothing(bank):
             mem.feedback(res, cited=[res[0].memory.id])
             mem.feedback(res, cited=[])  # records nothing, so nothing is used up either
     assert reranker_steps(mem) == 0
-    assert mem._reranker.weights is None
+    assert mem.reranker.weights is None
 
 
 def test_features_with_zero_weights_rank_as_none(bank):
@@ -213,10 +213,10 @@ def test_feature_feedback_persists_and_reopens(bank, embedder):
     for query in QUERIES:
         res = mem.search(query, user_id="u1", k=3, explore=True)
         mem.feedback(res, cited=[res[-1].memory.id])
-    learnt = mem._reranker.weights_for("u1", embedder.dim)
+    learnt = mem.reranker.weights_for("u1", embedder.dim)
     mem.close()
     again = bank(reranker={"weights": None})
-    reread = again._reranker.weights_for("u1", embedder.dim)
+    reread = again.reranker.weights_for("u1", embedder.dim)
     assert reread.steps == len(QUERIES)
     assert np.array_equal(reread.w, learnt.w)
     assert learnt.w.any()

@@ -43,14 +43,14 @@ def scores(mem: ReflectiveMemory, user: str, query: str = "what pet do I have?")
 
 
 def assert_finite(mem: ReflectiveMemory) -> None:
-    assert mem._reranker.weights_for("", mem.embedder.dim).is_finite()
+    assert mem.reranker.weights_for("", mem.embedder.dim).is_finite()
 
 
 # non-finite steps ---------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["features", "rmm"])
 def test_nan_memory_vectors_cannot_poison_the_global_reranker(open_memory, store_target, kind):
     mem = open_memory(reranker={"kind": kind})
-    name = mem._reranker.state_name("")
+    name = mem.reranker.state_name("")
     ingest(mem, "good")
     ingest(mem, "bad")
     res = mem.search("what pet do I have?", user_id="good", k=3)
@@ -94,7 +94,7 @@ def test_a_nan_query_vector_is_refused_and_other_users_rank_as_before(store_targ
         res = mem.search("poison", user_id="u1", k=3, explore=True)
         with pytest.raises(FeedbackError, match="not finite"):
             mem.feedback(res, cited=[])
-        assert mem.store.state_log(mem._reranker.state_name("")) == (0, [])
+        assert mem.store.state_log(mem.reranker.state_name("")) == (0, [])
         assert_finite(mem)
         assert scores(mem, "u2") == before
 
@@ -246,7 +246,8 @@ def test_threads_and_processes_fold_every_claimed_step_exactly_once(tmp_path):
     assert all(proc.exitcode == 0 for proc in procs)
     store = SQLiteStore(path)
     final = WeightStore(store).load(GLOBAL, 4)
-    claims = store._read("SELECT COUNT(*) FROM feedback_log", ())[0][0]
+    with sqlite3.connect(path) as conn:
+        claims = conn.execute("SELECT COUNT(*) FROM feedback_log").fetchone()[0]
     version = store.state_log(GLOBAL)[0]
     store.close()
     assert claims == 3 * 6 * 20
@@ -282,12 +283,12 @@ def test_per_user_weights_stay_within_the_bound_and_survive_eviction(open_memory
         res = mem.search("what pet do I have?", user_id=user, k=2)
         mem.feedback(res, cited=[res[-1].memory.id])
         trained[user] = scores(mem, user)
-        assert mem._reranker.weights._cache.nbytes <= 8 * 2**20
+        assert mem.reranker.weights._cache.nbytes <= 8 * 2**20
     # the cache is shared with the users' search indexes: count the weights only
-    assert len([k for k in mem._cache.keys() if not k.startswith("index:")]) < 10
+    assert len([k for k in mem._search.indexes.cache.keys() if not k.startswith("index:")]) < 10
     for user in users:
         assert scores(mem, user) == trained[user]
-        assert mem._reranker.weights._cache.nbytes <= 8 * 2**20
+        assert mem.reranker.weights._cache.nbytes <= 8 * 2**20
 
 
 def test_evicted_users_queued_steps_are_logged_not_lost(open_memory):
@@ -304,5 +305,5 @@ def test_evicted_users_queued_steps_are_logged_not_lost(open_memory):
     assert 0 < sum(logged) < len(users)  # the evicted ones, before any close
     mem.close()
     again = open_memory(reranker={"scope": "user", "kind": "rmm"})
-    assert [again._reranker.weights.load(n, again.embedder.dim).steps for n in names] == \
+    assert [again.reranker.weights.load(n, again.embedder.dim).steps for n in names] == \
         [1] * len(users)

@@ -45,7 +45,7 @@ def test_an_index_larger_than_the_budget_is_not_rebuilt_when_other_entries_push_
     add(store, embedder, "u", "I play the cello on Sundays.")
     with caplog.at_level("WARNING", logger="rmm_core.read.cache"):
         index = indexes.get("u")
-    assert "more than cache_bytes" in caplog.text
+    assert "more than storage.cache_bytes" in caplog.text
     cache.put("weights", object(), 1)  # a reranker's weights evict the index from the cache
     assert index_key("u") not in cache.keys()
     assert indexes.get("u") is index  # still served, not rebuilt

@@ -42,14 +42,14 @@ def session(i: int) -> list[Turn]:
 
 def ranked(index: UserIndex, mem: ReflectiveMemory, query: str, **kw) -> tuple[list, np.ndarray]:
     vec = mem.embedder.embed([query])[0]
-    found = index.search(query, vec, top=20, weights=mem._weights, **kw)
+    found = index.search(query, vec, top=20, weights=mem._search.weights, **kw)
     return [index.ids[p] for p in found.positions], found.fused
 
 
 def assert_same_as_rebuild(mem: ReflectiveMemory, user: str) -> UserIndex:
     """The cached index ranks, scores and finds neighbours as one built afresh."""
-    cached = mem._indexes.get(user)
-    fresh = UserIndex(mem.store.index_data(user), mem._stemmer)
+    cached = mem._search.indexes.get(user)
+    fresh = UserIndex(mem.store.index_data(user), mem._search.indexes.stemmer)
     assert cached.generation == fresh.generation
     assert cached.ids == fresh.ids
     assert cached.metadata == fresh.metadata
@@ -191,7 +191,7 @@ def test_a_schema_5_store_gains_the_change_log_on_open(store_target, embedder):
                            "UPDATE meta SET value = '5' WHERE key = 'schema_version'"])
     assert SCHEMA_VERSION == 7  # schema 7 added a column, which this store already has
     mem = ReflectiveMemory.open(store_target, embedder=embedder)
-    before = mem._indexes.get("u")
+    before = mem._search.indexes.get("u")
     assert mem.store.index_changes("u", before.generation).data.ids == []
     mem.add_session(session(1), user_id="u", session_id="s1")
     # the log starts with the first change after the migration: a generation from before it
@@ -212,7 +212,7 @@ def test_the_cache_keeps_its_byte_bound_and_evicted_users_search_as_before(tmp_p
                                                                             embedder):
     probe = ReflectiveMemory.open(str(tmp_path / "probe.sqlite"), embedder=embedder)
     probe.add_session(session(0), user_id="p", session_id="s")
-    one = probe._indexes.get("p").nbytes
+    one = probe._search.indexes.get("p").nbytes
     probe.close()
     bound = 3 * one + one // 2  # about three users' indexes
     mem = ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=embedder,
@@ -222,12 +222,12 @@ def test_the_cache_keeps_its_byte_bound_and_evicted_users_search_as_before(tmp_p
     for i, user in enumerate(users):
         mem.add_session(session(i), user_id=user, session_id="s")
         first[user] = [(h.memory.id, h.score) for h in mem.search(QUERIES[i % 7], user_id=user)]
-        assert mem._cache.nbytes <= bound
-    assert len(mem._cache) <= 4
+        assert mem._search.indexes.cache.nbytes <= bound
+    assert len(mem._search.indexes.cache) <= 4
     for i, user in enumerate(users):
         again = [(h.memory.id, h.score) for h in mem.search(QUERIES[i % 7], user_id=user)]
         assert again == first[user]
-        assert mem._cache.nbytes <= bound
+        assert mem._search.indexes.cache.nbytes <= bound
     mem.close()
 
 
@@ -271,24 +271,24 @@ def test_the_approximate_index_is_trained_once_per_size_class(tmp_path, embedder
     start = Ann.trainings
     query = "I bought zeppelin airship tickets."  # the fact itself: in the list it probes
     vec = embedder.embed([query])[0]
-    mem._indexes.get("u").dense_scores(vec, 10)
+    mem._search.indexes.get("u").dense_scores(vec, 10)
     assert Ann.trainings == start + 1
     [fact] = mem.add(query, user_id="u")
     mem.delete(ids[0], user_id="u")
-    index = mem._indexes.get("u")
+    index = mem._search.indexes.get("u")
     near = index.dense_scores(vec, 10)
     assert index.ids[next(iter(near))] == fact.id  # the new memory is in the shortlist
     assert ids[0] not in index.ids
     assert Ann.trainings == start + 1
     for i in range(8):  # past 4,096 memories: the next size class, trained once
         mem.add(f"another fact {i} about gardening", user_id="u")
-    index = mem._indexes.get("u")
+    index = mem._search.indexes.get("u")
     assert size_class(len(index)) == 6
     index.dense_scores(vec, 10)
     index.dense_scores(vec, 10)
     assert Ann.trainings == start + 2
     # a rebuild in the same size class (a fresh index of the same user) reuses the training
-    rebuilt = UserIndex(mem.store.index_data("u"), mem._stemmer, trained=index)
+    rebuilt = UserIndex(mem.store.index_data("u"), mem._search.indexes.stemmer, trained=index)
     rebuilt.dense_scores(vec, 10)
     assert Ann.trainings == start + 2
     assert list(rebuilt.dense_scores(vec, 10)) == list(index.dense_scores(vec, 10))

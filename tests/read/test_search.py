@@ -4,11 +4,7 @@ over a real SQLite store and the real packaged embedder (no LLM)."""
 import pytest
 
 from rmm_core.config import MemoryConfig
-from rmm_core.learn.rerank import LearnedReranker
-from rmm_core.lru import ByteLRU
-from rmm_core.read.cache import IndexCache
-from rmm_core.read.index import FusionWeights, english_stemmer
-from rmm_core.read.search import Searcher
+from rmm_core.read.wiring import searcher_for
 from rmm_core.storage import open_store
 from rmm_core.types import Turn
 from rmm_core.write.compress import FillerCompressor
@@ -26,13 +22,7 @@ def searcher(tmp_path, embedder):
         store.add_memories("u", fact_memories(text, user_id="u", metadata={}, words=50,
                                               compressor=FillerCompressor(),
                                               embedder=embedder), source="direct")
-    cache = ByteLRU(2**30)
-    fusion = config.fusion
-    weights = FusionWeights(fusion.lexical_weight, fusion.dense_weight, fusion.turn_weight,
-                            fusion.neighbour_smoothing, fusion.assistant_weight,
-                            frozenset(s.casefold() for s in fusion.assistant_speakers))
-    yield Searcher(store, embedder, config, IndexCache(store, cache, english_stemmer()),
-                   LearnedReranker(store, config, cache=cache), weights)
+    yield searcher_for(store, embedder, config)
     store.close()
 
 

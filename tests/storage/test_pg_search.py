@@ -65,7 +65,7 @@ def _fill(mem: ReflectiveMemory, user: str = "u") -> dict[str, str]:
 
 def loaded(mem: ReflectiveMemory) -> list[str]:
     """The users whose index this instance holds in its process cache."""
-    return [k for k in mem._cache.keys() if k.startswith("index:")]
+    return [k for k in mem._search.indexes.cache.keys() if k.startswith("index:")]
 
 
 def _indexes(target: str) -> set[str]:
@@ -347,7 +347,7 @@ def test_another_process_searching_in_the_database_sees_writes_both_ways(open_me
         mem = ReflectiveMemory.open(sys.argv[1], search_backend="database")
         seen = mem.search("where does my cat sleep", user_id="u", k=1).hits[0].text
         mem.add("I grow chili peppers on the balcony", user_id="u")
-        cached = [k for k in mem._cache.keys() if k.startswith("index:")]
+        cached = [k for k in mem._search.indexes.cache.keys() if k.startswith("index:")]
         print(json.dumps({"seen": seen, "cached": len(cached)}))
     """)
     done = subprocess.run([sys.executable, "-c", child, store_target], capture_output=True,
@@ -361,7 +361,7 @@ def test_another_process_searching_in_the_database_sees_writes_both_ways(open_me
 
 @pytest.mark.parametrize("store_target", ["sqlite"], indirect=True)
 def test_search_backend_setting_is_validated(store_target, embedder):
-    with pytest.raises(InvalidInputError, match="search_backend='database'"):
+    with pytest.raises(InvalidInputError, match="search.backend='database'"):
         ReflectiveMemory.open(store_target, embedder=embedder, search={"backend": "database"})
     with pytest.raises(ValidationError):
         ReflectiveMemory.open(store_target, embedder=embedder, search={"backend": "server"})
@@ -478,9 +478,9 @@ def test_forget_leaves_no_sample_of_the_users_bank_in_the_process(open_memory):
     for text in FACTS.values():
         mem.add(text, user_id="u")
     assert mem.search("marathon", user_id="u").hits
-    assert "sample:u" in mem._cache
+    assert "sample:u" in mem._search.indexes.cache
     mem.forget(user_id="u")
-    assert "sample:u" not in mem._cache
+    assert "sample:u" not in mem._search.indexes.cache
 
 
 @on_postgres

@@ -45,7 +45,7 @@ def test_explained_search_inside_the_database(open_memory, store_target):
     """Searched inside PostgreSQL (no in-process index): the cosines and the fused score are
     shown but not split into parts; the reranker's score still is."""
     if "://" not in store_target:
-        pytest.skip("search_backend='database' is PostgreSQL's")
+        pytest.skip("search.backend='database' is PostgreSQL's")
     mem = open_memory(search={"backend": "database"})
     mem.add_sessions(read_sessions(sample_path()), user_id="maya", progress=False)
     e = mem.search("where do I live?", user_id="maya", k=3, explain=True).explanation
