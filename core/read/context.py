@@ -14,9 +14,13 @@ def format_date(moment: datetime) -> str:
 
 def hit_text(memory: Memory, *, dates: bool = True) -> str:
     """The memory's text, prefixed by the date it happened when known."""
-    if dates and memory.occurred_at is not None:
-        return f"[{format_date(memory.occurred_at)}] {memory.text}"
-    return memory.text
+    return date_head(memory) + memory.text if dates else memory.text
+
+
+def date_head(memory: Memory) -> str:
+    """What `hit_text` puts before the memory's text: `[8 May 2023] `, or '' undated."""
+    when = memory.occurred_at
+    return f"[{format_date(when)}] " if when is not None else ""
 
 
 MEMORY_HEADER = (

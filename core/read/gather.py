@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..types import MemoryHit
-from .context import format_date
+from .context import date_head
 from .excerpt import WHOLE, gathers, judges
 from .tokens import tokenize
 
@@ -75,5 +75,4 @@ def substance_first(hits: Sequence[MemoryHit], stemmer: Callable | None = None
 
 def _said(hit: MemoryHit) -> str:
     """The hit's text without its date."""
-    when = hit.memory.occurred_at
-    return hit.text.removeprefix(f"[{format_date(when)}] ") if when else hit.text
+    return hit.text.removeprefix(date_head(hit.memory))
