@@ -1,5 +1,7 @@
 """Why a search returned what it returned: each candidate's retrieval signals, what the
-reranker made of them, the final order and where a word budget cuts the hits.
+reranker made of them, which read steps after the rerank moved it (a named time, the
+latest value, a successor, gathering), the final order and where a word budget cuts the
+hits.
 
 Computed only for `search(..., explain=True)`, after the search, from what it kept (the
 candidates, the reranker's `Ranking`) plus one more pass of the index's fusion for the
@@ -54,6 +56,9 @@ class Row:
     relevance: float
     words: int
     provisional: bool
+    moved: list[tuple[str, int | None, int | None]] = field(default_factory=list)
+    """Each read step after the rerank that changed its place: (step, place before, place
+    after), None where it was not among the hits."""
 
 
 @dataclass(slots=True)
@@ -92,10 +97,12 @@ class Explanation:
 
 def explain(result: SearchResult, *, indexes: IndexCache | None, weights: FusionWeights,
             reranker: Any, query_vec: np.ndarray, vectors: Sequence[np.ndarray],
-            wanted: Mapping[str, Any], top: int, budget: int = DEFAULT_BUDGET) -> Explanation:
+            wanted: Mapping[str, Any], top: int, budget: int = DEFAULT_BUDGET,
+            steps: Sequence[tuple[str, list[str]]] = ()) -> Explanation:
     """The explanation of a finished search. `vectors` are its candidates' vector rows in
     candidate order, `wanted`/`top` the metadata filter and depth it searched the index
-    with, `indexes` None when it searched inside the database (no index scale)."""
+    with, `indexes` None when it searched inside the database (no index scale), `steps`
+    the hits' memory ids after the rerank and after each read step that changed them."""
     candidates = result.candidates
     ranking = result.state.get("ranking")
     dense, turn = _cosines(query_vec, vectors)
@@ -118,10 +125,28 @@ def explain(result: SearchResult, *, indexes: IndexCache | None, weights: Fusion
             or bool(c.memory.attrs.get("provisional"))))
     extra = [h for h in result.hits if h.memory.id not in {c.memory.id for c in candidates}]
     rows += [_linked(h) for h in extra]  # A-MEM links: returned without being candidates
+    for row in rows:
+        row.moved = _moves(row.memory_id, steps)
     big = len(rows) + 1
     rows.sort(key=lambda r: (r.final_rank if r.final_rank is not None else big,
                              r.rerank_rank if r.rerank_rank is not None else big))
     return Explanation(result.query, rows, reranker_kind(reranker), named, budget)
+
+
+class ReadSteps:
+    """The hits' order after the rerank and after each read step that changed it, kept only
+    for a search that is explained (`orders`: step name, memory ids in order)."""
+
+    def __init__(self, keep: bool) -> None:
+        self.keep = keep
+        self.orders: list[tuple[str, list[str]]] = []
+
+    def after(self, step: str, hits: Sequence[MemoryHit]) -> None:
+        if not self.keep:
+            return
+        order = [h.memory.id for h in hits]
+        if not self.orders or order != self.orders[-1][1]:
+            self.orders.append((step, order))
 
 
 def reranker_kind(reranker: Any) -> str:
@@ -194,6 +219,15 @@ def _rerank_parts(result: SearchResult, reranker: Any, ranking: Any, dim: int
     return parts, {name: float(v) for name, v in zip(FEATURES, w)}
 
 
+def _moves(memory_id: str, steps: Sequence[tuple[str, list[str]]]
+           ) -> list[tuple[str, int | None, int | None]]:
+    """The read steps that changed the memory's place among the hits, with its places."""
+    places = [(name, order.index(memory_id) if memory_id in order else None)
+              for name, order in steps]
+    return [(name, before, after) for (_, before), (name, after) in zip(places, places[1:])
+            if before != after]
+
+
 def _linked(hit: MemoryHit) -> Row:
     return Row(hit.memory.id, hit.text, -1, {"bm25": None, "dense": None, "turn": None,
                                             "fused": None}, {}, {}, None, None, hit.rank,
@@ -226,7 +260,15 @@ def format_explanation(explanation: Explanation, *, width: int = 60) -> str:
                      key=lambda item: -abs(item[0]))[:3]
         if row.final_rank is not None and top:
             lines.append("       reranker: " + ", ".join(f"{k} {v:+.2f}" for v, k in top))
+        if row.moved:
+            lines.append("       moved: " + moves_text(row.moved))
     return "\n".join(lines)
+
+
+def moves_text(moved: Sequence[tuple[str, int | None, int | None]]) -> str:
+    """`latest value first 5→2, gathering 2→3` (places from 1; '-': not among the hits)."""
+    return ", ".join(f"{name} {_place(before)}→{_place(after)}"
+                     for name, before, after in moved)
 
 
 def _place(rank: int | None) -> str:

@@ -20,6 +20,7 @@ from .cache import IndexCache
 from .context import hit_text
 from .dbsearch import DatabaseSearcher
 from .excerpt import excerpts
+from .explain import ReadSteps
 from .gather import gathered
 from .index import FusionWeights, Scale, UserIndex
 from .latest import latest_first
@@ -71,6 +72,8 @@ class Searcher:
         rows = [r for _, _, r in found]
         result.hits, ranking = self.reranker.rerank(user_id, query_vec, candidates, rows, k,
                                                     explore=explore, query=query)
+        steps = ReadSteps(explain)
+        steps.after("rerank", result.hits)
         if follow_links:
             from .links import follow_links as with_links
 
@@ -80,21 +83,27 @@ class Searcher:
                                                       if c.memory.id not in kept)],
                 query_vec, k=k, per_hit=self.config.notes.follow, text_of=self._text)
             result.hits = [h for h in result.hits if matches(h.memory.metadata, wanted)]
+            steps.after("linked memories", result.hits)
         relevance_of = {c.memory.id: relevance(query_vec, r) for c, r in zip(candidates, rows)}
         result.hits = scored(result.hits, relevance_of, min_score)
+        steps.after("min_score", result.hits)
         period = named_period(query, as_of or datetime.now(timezone.utc))
         if period is not None:
             result.hits = prefer_period(result.hits, period)
+            steps.after("names a time", result.hits)
         if self.config.supersession:
             now = as_of is None and not about_the_past(query)
             if now:
                 result.hits = latest_first(result.hits, query,
                                            assistants=self.config.fusion.assistant_speakers)
+                steps.after("latest value first", result.hits)
             result.hits = arrange(result.hits, query=query, current_first=now)
+            steps.after("successor first", result.hits)
         if self.config.search.excerpts:
             result.hits = excerpts(result.hits, query, query_vec, {
                 c.memory.id: r for c, r in zip(candidates, rows)}, self.indexes.stemmer)
             result.hits = gathered(result.hits, query, self.indexes.stemmer)
+            steps.after("gathering", result.hits)
         result.hits = [h if h.rank == i else replace(h, rank=i)  # the order the steps left
                        for i, h in enumerate(result.hits)]
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
@@ -106,7 +115,7 @@ class Searcher:
             result.explanation = explained(
                 result, indexes=None if self.database.wanted(user_id) else self.indexes,
                 weights=self.weights, reranker=self.reranker, query_vec=query_vec,
-                vectors=rows, wanted=wanted, top=depth)
+                vectors=rows, wanted=wanted, top=depth, steps=steps.orders)
         return result
 
     def _text(self, memory: Memory) -> str:

@@ -10,6 +10,7 @@ import pytest
 
 from rmm_core import ReflectiveMemory, Turn
 from rmm_core.read.excerpt import WHOLE, gathers, judges
+from rmm_core.read.explain import format_explanation
 from rmm_core.read.gather import gathered
 from rmm_core.types import Memory, MemoryHit
 
@@ -107,3 +108,21 @@ def test_a_search_for_a_judgement_puts_small_talk_last(tmp_path, embedder):
     assert tail
     assert set(tail) <= small
     assert [h.rank for h in on] == list(range(len(on)))
+
+
+def test_the_explanation_names_gathering_as_what_moved_a_hit(tmp_path, embedder):
+    mem = ReflectiveMemory.open(str(tmp_path / "bank.sqlite"), embedder=embedder,
+                                progress=False)
+    for n in range(12):
+        mem.add_session([Turn("Ana", SAID[n % len(SAID)] if n % 3 == 0 else
+                              SMALL_TALK[n % len(SMALL_TALK)], id=f"D{n}:1")],
+                        user_id="u1", session_id=f"s{n}")
+    result = mem.search("Would Ana enjoy a cooking class?", user_id="u1", k=12, explain=True)
+    mem.close()
+    rows = result.explanation.hits
+    assert any(name == "gathering" for r in rows for name, _, _ in r.moved)
+    for row in rows:  # each row's moves chain from its rerank place to its final place
+        places = [row.rerank_rank, *(after for _, _, after in row.moved)]
+        assert places[-1] == row.final_rank
+        assert all(before == prev for (_, before, _), prev in zip(row.moved, places))
+    assert "moved: gathering" in format_explanation(result.explanation)

@@ -253,3 +253,10 @@ def test_host_names_with_ports():
     assert [host_name(h) for h in ("127.0.0.1:8766", "[::1]:8766", "[::1]", "localhost",
                                    "attacker.example:80")] == \
         ["127.0.0.1", "[::1]", "[::1]", "localhost", "attacker.example"]
+
+
+def test_search_page_names_the_read_steps_that_moved_a_hit(memory):
+    page = client(memory).get("/search", params={
+        "u": "many", "q": "Which note about the allotment did I write in March 2024?",
+        "k": 20}).text
+    assert 'class="muted moved">moved: names a time' in page
