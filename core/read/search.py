@@ -21,6 +21,7 @@ from .context import hit_text
 from .dbsearch import DatabaseSearcher
 from .excerpt import excerpts
 from .explain import ReadSteps
+from .explain import explain as explained
 from .gather import gathered
 from .index import FusionWeights, Scale, UserIndex
 from .latest import latest_first
@@ -110,8 +111,6 @@ class Searcher:
                                        retrieval=c.score) for c in candidates]
         result.state = {"query_vec": query_vec, "ranking": ranking}
         if explain:
-            from .explain import explain as explained
-
             result.explanation = explained(
                 result, indexes=None if self.database.wanted(user_id) else self.indexes,
                 weights=self.weights, reranker=self.reranker, query_vec=query_vec,
