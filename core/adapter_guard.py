@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .errors import InvalidInputError
-from .types import check_id
+from .types import check_count, check_id
 
 T = TypeVar("T")
 
@@ -34,9 +34,7 @@ def check_arguments(data: Mapping[str, Any], *, counts: Sequence[str] = ("k",),
     check_id(data.get("user_id"), "user_id", optional=not needs_user)
     check_id(data.get("session_id"), "session_id", optional=True)
     for name in counts:
-        value = data.get(name, 1)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
+        check_count(data.get(name, 1), name)
     if data.get("speakers") is not None:
         check_speakers(data["speakers"], roles)
 

@@ -19,7 +19,7 @@ from .models.embed_adapters import as_embedder
 from .models.embed_identity import check_embedder
 from .models.llm import metered, usage_scope
 from .models.per_call import PerCallLLMs
-from .read.checks import check_k, check_min_score, check_texts
+from .read.checks import check_min_score, check_texts
 from .read.scm import Recall, SCMController
 from .read.wiring import searcher_for
 from .storage import open_store
@@ -31,6 +31,7 @@ from .types import (
     SearchResult,
     Turn,
     as_datetime,
+    check_count,
     check_id,
     check_query,
 )
@@ -277,7 +278,7 @@ class ReflectiveMemory:
         """
         user_id = check_id(user_id, "user_id")
         query = check_query(query, self.config.search.max_query_chars)
-        k = check_k(k)
+        k = check_count(k, "k")
         wanted = check_filters(filters, agent_id=agent_id, run_id=run_id)
         session_id = check_id(session_id, "session_id", optional=True)
         min_score = check_min_score(min_score)

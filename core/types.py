@@ -85,6 +85,13 @@ def check_query(value: Any, limit: int) -> str:
     return check_unicode(value[:limit], "query")
 
 
+def check_count(value: Any, what: str) -> int:
+    """A count such as `k` or a budget: a positive integer (a bool is not one)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InvalidInputError(f"{what} must be a positive integer, got {value!r}")
+    return value
+
+
 def check_id(value: Any, what: str, *, optional: bool = False) -> str | None:
     """Validate a user, session or turn id: a non-empty string without NUL."""
     if value is None and optional:

@@ -27,7 +27,7 @@ from ..models.llm import metered, usage_scope
 from ..storage.base import user_state_name
 from ..storage.compare_and_set import compare_and_set
 from ..storage.protocols import NamedState, UsageLog
-from ..types import check_id
+from ..types import check_count, check_id
 from .induce import (
     Inducer,
     Judge,
@@ -108,8 +108,7 @@ class WorkflowMemory:
         those below `min_score` are left out."""
         if not isinstance(task, str):
             raise InvalidInputError(f"task must be a string, not {type(task).__name__}")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        check_count(k, "k")
         stored = self._load(owner_key(user_id, agent_id))[1]
         if not stored or not task.strip():
             return []

@@ -17,7 +17,7 @@ from ..models.llm import metered
 from ..models.parse import with_fallback
 from ..storage.compare_and_set import compare_and_set
 from ..text import Counter, as_counter, content_words, non_empty
-from ..types import Turn, check_id
+from ..types import Turn, check_count, check_id
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -169,8 +169,7 @@ class WorkingContext:
         self.append, self.state, self.usage_for = append, state, usage_for
         self.user_id = check_id(user_id, "user_id")
         self.session_id = check_id(session_id, "session_id")
-        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
-            raise InvalidInputError(f"budget must be a positive integer, got {budget!r}")
+        check_count(budget, "budget")
         if not 0 < evict_to < warn_at <= 1:
             raise InvalidInputError(f"need 0 < evict_to < warn_at <= 1, got evict_to="
                                     f"{evict_to!r}, warn_at={warn_at!r}")

@@ -12,7 +12,7 @@ from ..models import prompts
 from ..models.llm import metered
 from ..models.parse import ask_yes_no
 from ..text import Counter, as_counter, content_words
-from ..types import MemoryHit, Turn
+from ..types import MemoryHit, Turn, check_count
 from .context import format_date
 
 
@@ -102,8 +102,7 @@ class ContextBuilder:
 
     def __init__(self, *, budget: int = 1000, long_raw: int = 200,
                  unit: str | Counter = "tokens", judge: SummaryJudge | None = None) -> None:
-        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
-            raise InvalidInputError(f"budget must be a positive integer, got {budget!r}")
+        check_count(budget, "budget")
         if not isinstance(long_raw, int) or long_raw < 1:
             raise InvalidInputError(f"long_raw must be a positive integer, got {long_raw!r}")
         self.budget, self.long_raw = budget, long_raw

@@ -9,13 +9,6 @@ from ..errors import InvalidInputError
 from ..types import check_unicode
 
 
-def check_k(k: Any) -> int:
-    """How many hits to return: a positive integer (not a bool)."""
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise InvalidInputError(f"k must be a positive integer, got {k!r}")
-    return k
-
-
 def check_min_score(min_score: Any) -> float | None:
     """A relevance floor: None, or a number in [0, 1]."""
     if min_score is not None and (isinstance(min_score, bool) or not isinstance(
