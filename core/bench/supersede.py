@@ -12,6 +12,10 @@ The set ships as `rmm_core/data/supersession.jsonl`, one pair per line:
 `{"id", "family", "old": {"text", "speaker", "date"}, "new": {...}, "label", "part"?}`, where
 `speaker` is one name or a list (a memory holding several speakers' lines) and `part` says
 the old memory is superseded only in part.
+
+`--through-search` measures instead through the public API, on whole conversations: a fresh
+store per case, three sessions added, the question searched (`supersede_search`, whose set is
+`rmm_core/data/updates_dev.jsonl`). Without it the command runs the pairwise rules as above.
 """
 
 from __future__ import annotations
@@ -48,19 +52,55 @@ class Pair:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--through-search", action="store_true",
+                        help="measure through add_session and search on three-session cases "
+                        "(default set: updates_dev.jsonl) instead of the rules on pairs")
     parser.add_argument("--data", default=None,
-                        help="a JSON Lines set of labelled pairs (default: the packaged set)")
+                        help="a JSON Lines set of labelled pairs, or of cases with "
+                        "--through-search (default: the packaged set)")
+    parser.add_argument("--cases", default=None, metavar="IDS",
+                        help="with --through-search: only these case ids (comma-separated)")
     parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
+    parser.add_argument("--markdown", default=None, metavar="PATH",
+                        help="with --through-search: write the figures as a markdown section "
+                        "into PATH (replacing the previous one)")
     parser.add_argument("--embedding-model", default=None, metavar="NAME_OR_PATH",
-                        help="embedder for the similarity baseline (default: packaged MiniLM)")
+                        help="embedder for the similarity baseline and the stores searched "
+                        "(default: packaged MiniLM)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.through_search:
+        return run_through_search(args)
     pairs = load_pairs(args.data or SET)
     figures = evaluate(pairs, default_embedder(args.embedding_model))
     print(report(figures))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+def run_through_search(args: argparse.Namespace) -> int:
+    """Run the cases through a fresh store each, print (and write) the figures."""
+    import sys
+
+    from .report import write_markdown
+    from .supersede_search import evaluate as evaluate_cases
+    from .supersede_search import load_cases, markdown
+    from .supersede_search import report as report_cases
+
+    cases = load_cases(args.data)
+    if args.cases:
+        wanted = set(args.cases.split(","))
+        cases = [c for c in cases if c.id in wanted]
+    figures = evaluate_cases(cases, default_embedder(args.embedding_model))
+    print(report_cases(figures))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(figures, indent=2, ensure_ascii=False))
+    if args.markdown:
+        command = "rmm bench supersede " + " ".join(sys.argv[sys.argv.index("supersede") + 1:]
+                                                    if "supersede" in sys.argv else [])
+        write_markdown(args.markdown, "supersede-search", markdown(figures, command.strip()))
     return 0
 
 
