@@ -23,6 +23,11 @@ class StorageError(RMMError):
     """The store could not be opened, read or written (corrupt file, unreachable server)."""
 
 
+class EmbedderMismatchError(InvalidInputError):
+    """The store holds vectors of another embedding model (another dimension, or the same
+    dimension from another model) than the one given; nothing was read or written."""
+
+
 class FeedbackError(RMMError):
     """A search result cannot take this feedback (already given, or unknown memory ids)."""
 
@@ -51,3 +56,8 @@ class ReflectionError(RMMError):
 
 class LLMFallbackWarning(UserWarning):
     """An LLM stage failed for one session and its LLM-free form did the work instead."""
+
+
+class ResidueWarning(UserWarning):
+    """Deleted text could not be cleared from a store's files yet (another connection was
+    reading an older snapshot); the message says when it will be."""

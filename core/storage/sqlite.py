@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidInputError, StorageError
+from ..errors import InvalidInputError, ResidueWarning, StorageError
 from ..types import new_memory_id
 from .base import SCHEMA_VERSION
 from .sql import SQLStore
@@ -51,9 +52,10 @@ class _Tx:
 class SQLiteStore(SQLStore):
     """One connection guarded by a lock; WAL and a busy timeout for other processes.
 
-    Deleted content is overwritten (`secure_delete`), and `forget` truncates the WAL, so a
-    forgotten user's text stays in neither file. A file that this process cannot write (or
-    whose folder it cannot write, so no WAL can be made) opens read-only.
+    Deleted content is overwritten (`secure_delete`), and `forget` and `delete_memory`
+    truncate the WAL, so a forgotten user's or deleted memory's text stays in no file of the
+    store. A file that this process cannot write (or whose folder it cannot write, so no WAL
+    can be made) opens read-only.
     """
 
     def __init__(self, path: str | Path = ":memory:", *, timeout: float = 60.0,
@@ -79,7 +81,9 @@ class SQLiteStore(SQLStore):
             if self.path != ":memory:" and not self.read_only:
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
-            self._conn.execute("PRAGMA secure_delete = ON")
+            if self._conn.execute("PRAGMA secure_delete = ON").fetchone() != (1,):
+                raise StorageError(f"{self.path}: this SQLite library cannot overwrite deleted "
+                                   "content (PRAGMA secure_delete); deleted text would stay")
             self._init_schema()
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"{self.path} is not a usable rmm database: {exc}") from exc
@@ -141,11 +145,22 @@ class SQLiteStore(SQLStore):
         super().forget(user_id)
         self._truncate_wal()
 
+    def delete_memory(self, user_id: str, memory_id: str) -> None:
+        super().delete_memory(user_id, memory_id)
+        self._truncate_wal()
+
     def _truncate_wal(self) -> None:
-        """Copy the WAL into the file and empty it: its frames still hold deleted text."""
-        if self.path != ":memory:":
-            with self._lock, _storage_errors(self.path):
-                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        """Copy the WAL into the file and empty it: its frames still hold deleted text. A
+        reader of an older snapshot (another process) past the busy timeout keeps it: warn."""
+        if self.path == ":memory:":
+            return
+        with self._lock, _storage_errors(self.path):
+            busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            warnings.warn(f"{self.path}: another connection is reading an older snapshot, so "
+                          "the -wal file still holds the deleted text; it is emptied at the "
+                          "next delete or forget, or when the last connection closes",
+                          ResidueWarning, stacklevel=3)
 
     def close(self) -> None:
         with self._lock:
