@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import InvalidInputError, MissingDependencyError
+from ..errors import EmbedderMismatchError, MissingDependencyError
 
 MINILM_TOKENIZER = files("rmm_core") / "data" / "minilm_tokenizer.json"
 """Shipped in the package data (found wherever this module sits in the package)."""
@@ -247,7 +247,7 @@ def check_dimension(stored: int | None, embedder: Embedder) -> None:
     dim = getattr(embedder, "dim", None)
     if stored is not None and dim is not None and stored != dim:
         name = getattr(embedder, "name", type(embedder).__name__)
-        raise InvalidInputError(
+        raise EmbedderMismatchError(
             f"this memory's vectors have {stored} dimensions but the embedder {name} makes "
             f"{dim}: open it with the embedder (or embedding.model) it was built with")
 

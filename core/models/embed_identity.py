@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import EmbedderMismatchError
 from ..storage.base import EmbedderRecord, Store
 from .embed import Embedder, check_dimension
 from .embed_adapters import PROBE_TEXT
@@ -18,9 +18,10 @@ MiniLM on onnxruntime, OpenVINO or torch agrees at 0.999; two models' spaces do 
 def check_embedder(store: Store, embedder: Embedder) -> None:
     """Refuse an embedder whose vectors cannot be compared with those `store` holds: of
     another dimension (`check_dimension`), or another model than the one recorded at the
-    store's first open; one under another name whose vector of `PROBE_TEXT` is the
-    recorded one's (a framework's wrapper of the same model) is the same model. A store
-    that recorded none (made before this check, or new) records this one."""
+    store's first open (`EmbedderMismatchError`). The model is told by its vector of
+    `PROBE_TEXT`, not its name alone: two local models can share a folder name, and a
+    framework's wrapper names the same model otherwise. A store that recorded none (made
+    before this check, or new) records this one."""
     check_dimension(store.vector_dim(), embedder)
     name = str(getattr(embedder, "name", type(embedder).__name__))
     recorded = store.embedder()
@@ -28,15 +29,20 @@ def check_embedder(store: Store, embedder: Embedder) -> None:
         if store.read_only:
             return
         recorded = store.record_embedder(EmbedderRecord(name, _probe(embedder)))
-    if recorded is None or recorded.name == name:
+    if recorded is None:
         return
-    probe = _probe(embedder)
-    if recorded.probe is not None and probe is not None and _same(recorded.probe, probe):
+    probe = _probe(embedder) if recorded.probe is not None else None
+    if probe is None or recorded.probe is None:  # no vector to tell by: the names must do
+        if recorded.name == name:
+            return
+    elif _same(recorded.probe, probe):
         return
-    raise InvalidInputError(
+    same_name = " (another model under the same name)" if recorded.name == name else ""
+    raise EmbedderMismatchError(
         f"this memory was built with the embedder {recorded.name} but is opened with the "
-        f"embedder {name}, whose vectors differ: open it with the embedder (or "
-        "embedding.model) it was built with")
+        f"embedder {name}{same_name}, whose vectors differ: open it with the embedder (or "
+        "embedding.model) it was built with; to move to the new model, open a new store "
+        "with it and add the memories again, which embeds them anew")
 
 
 def _probe(embedder: Embedder) -> np.ndarray | None:

@@ -1,0 +1,52 @@
+"""A store refuses an embedder of another model with a typed error that says what to do.
+
+Real SQLite files and the real PostgreSQL backend (`backends` marker), the packaged
+embedder against deterministic hash embedders of the same dimension.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rmm_core import ReflectiveMemory
+from rmm_core.errors import EmbedderMismatchError
+from rmm_core.models.embed import HashEmbedder
+
+pytestmark = pytest.mark.backends
+
+
+class SameName(HashEmbedder):
+    """Another model under the name of the packaged one (two local models in folders of
+    the same name are named alike)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(384)
+        self.name = name
+
+
+def test_another_model_under_the_same_name_is_refused(store_target, embedder):
+    """Attack: open a store with another model of the same dimension that carries the same
+    name, whose vectors would be mixed with the stored ones unnoticed."""
+    with ReflectiveMemory.open(store_target, embedder=embedder) as mem:
+        mem.add("Carol waters the ferns on Sundays.", user_id="u")
+    with pytest.raises(EmbedderMismatchError, match="another model under the same name"):
+        ReflectiveMemory.open(store_target, embedder=SameName(embedder.name))
+    with ReflectiveMemory.open(store_target, embedder=embedder) as mem:
+        assert len(mem.search("ferns", user_id="u", k=3)) == 1
+
+
+def test_a_mismatched_embedder_is_a_typed_error_that_says_what_to_do(store_target, embedder):
+    """Attack: open a store with another model (of the same or another dimension) and get a
+    plain error that names no way out; the typed error names both models and the fix."""
+    with ReflectiveMemory.open(store_target, embedder=HashEmbedder(384)) as mem:
+        mem.add("Carol waters the ferns on Sundays.", user_id="u")
+    with pytest.raises(EmbedderMismatchError) as refused:
+        ReflectiveMemory.open(store_target, embedder=embedder)
+    message = str(refused.value)
+    assert "hash-384" in message
+    assert embedder.name in message
+    assert "open a new store with it and add the memories again" in message
+    with pytest.raises(EmbedderMismatchError, match="384 dimensions"):
+        ReflectiveMemory.open(store_target, embedder=HashEmbedder(64))
+    with ReflectiveMemory.open(store_target, embedder=HashEmbedder(384)) as mem:
+        assert mem.store.counts("u")["memories"] == 1
