@@ -1,5 +1,6 @@
 """Which users a caller may act for: anyone's (stdio), one fixed by `--user`, or those a
-bearer token is bound to (HTTP). No SDK import: the rules are plain and tested alone."""
+bearer token is bound to (HTTP); and which Host and Origin an HTTP request may name. No SDK
+import: the rules are plain and tested alone."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import InvalidInputError, RMMError
+from ..hosts import Hosts, same_origin
 from ..types import check_id
 
 
@@ -100,3 +103,41 @@ def parse_tokens(specs: Iterable[str], files: Iterable[str | Path] = ()
             raise InvalidInputError(f"{where}: a token has no spaces")
         tokens[token] = tokens.get(token, frozenset()) | {check_id(u, "user_id") for u in names}
     return tokens
+
+
+class HostCheck:
+    """ASGI middleware in front of the SDK's app: a malformed Host, or one not in `hosts`,
+    gets 421 and an Origin (when sent) naming another host 403, before any token is read, so
+    that a web page cannot reach the server through DNS rebinding."""
+
+    def __init__(self, app: Any, hosts: Iterable[str]) -> None:
+        self.app, self.hosts = app, Hosts(hosts)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            status = self.refusal(scope)
+            if status is not None:
+                await _plain(send, *status)
+                return
+        await self.app(scope, receive, send)
+
+    def refusal(self, scope: Any) -> tuple[int, str] | None:
+        """(status, reason) for a request refused here, None to pass it on."""
+        headers: dict[str, list[str]] = {}
+        for key, value in scope.get("headers", []):
+            headers.setdefault(key.decode("latin-1").lower(), []).append(value.decode("latin-1"))
+        hosts, origins = headers.get("host", []), headers.get("origin", [])
+        scheme = scope.get("scheme", "http")
+        if len(hosts) != 1 or not self.hosts.accepts(hosts[0], scheme):
+            return 421, "this host name is not served here"
+        if len(origins) > 1 or origins and not (
+                same_origin(origins[0], hosts[0], scheme) or not self.hosts.any
+                and self.hosts.accepts_origin(origins[0], any_port=True)):
+            return 403, "requests from this origin are refused"
+        return None
+
+
+async def _plain(send: Any, status: int, text: str) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
+    await send({"type": "http.response.body", "body": text.encode()})

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import importlib.util
-import ipaddress
 import sys
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..hosts import is_loopback, served_hosts
 from ..memory import ReflectiveMemory
-from .access import Access
+from .access import Access, HostCheck
 from .sdk import SDK, load
 from .tools import register
 
@@ -33,16 +33,6 @@ class TokenVerifier:
         if users is None:
             return None
         return AccessToken(token=token, client_id="rmm", scopes=[])
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` only accepts connections from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:  # a host name other than localhost may resolve anywhere
-        return False
 
 
 def check_bind(access: Access, *, http: bool, host: str) -> None:
@@ -89,11 +79,18 @@ async def serve(server: Any, sdk: SDK, *, http: bool = False, host: str = "127.0
     # as the SDK's own runner, but with the access log off: uvicorn works out each
     # request's log fields even when the level drops the line (httptools parses when
     # installed, else h11)
-    app = server.streamable_http_app() if sdk.major == 1 else \
-        server.streamable_http_app(json_response=True, host=host)
+    app = http_app(server, sdk, host=host, port=port)
     config = uvicorn.Config(app, host=host, port=port, access_log=False,
                             log_level=server.settings.log_level.lower())
     await uvicorn.Server(config).serve()
+
+
+def http_app(server: Any, sdk: SDK, *, host: str = "127.0.0.1", port: int = 8765) -> Any:
+    """The streamable HTTP app behind `HostCheck`: on a loopback address only that address
+    and the loopback names with `port` are served (the SDK's own check knows fewer binds)."""
+    app = server.streamable_http_app() if sdk.major == 1 else \
+        server.streamable_http_app(json_response=True, host=host)
+    return HostCheck(app, served_hosts(host, port))
 
 
 def loop_options() -> dict[str, Any]:

@@ -4,7 +4,8 @@ Pages are rendered on the server (Jinja2, autoescaped) and served with a Content
 Policy that runs no script at all. Writes (feedback, update, delete) are POSTs refused
 unless the app was built with `write=True`, each carrying the page's form token; deletes
 and updates also need their confirmation box ticked. With a `token`, every request must
-carry it (`Authorization: Bearer`, the cookie a `?token=` link sets).
+carry it (`Authorization: Bearer`, the cookie a `?token=` link sets). Requests for another
+Host, and writes from another Origin, are refused (`guard.Guard`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ..errors import FeedbackError, InvalidInputError, NotFoundError, RMMError
+from ..hosts import LOOPBACK_NAMES, Hosts
 from ..memory import ReflectiveMemory
 from ..read.explain import DEFAULT_BUDGET
 from ..types import SearchResult, check_id
 from . import plots, views
 from .guard import Guard
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+LOOPBACK_HOSTS = LOOPBACK_NAMES
+"""The default Host names accepted (any port): what `rmm ui` narrows to its bind and port."""
 KEPT_RESULTS = 200
 """Search results kept for feedback (the oldest dropped first)."""
 
@@ -33,8 +36,8 @@ class Refused(RMMError):
 
 def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | None = None,
               hosts: tuple[str, ...] = LOOPBACK_HOSTS) -> Any:
-    """The ASGI app. `hosts`: the Host header names accepted (DNS rebinding guard); `token`:
-    required on every request when given."""
+    """The ASGI app. `hosts`: the Host values accepted, `name` or `name:port` (DNS rebinding
+    guard; `InvalidInputError` for a malformed one); `token`: required on every request."""
     from jinja2 import Environment, PackageLoader, select_autoescape
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
@@ -43,6 +46,7 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
     from starlette.responses import HTMLResponse, RedirectResponse, Response
     from starlette.routing import Route
 
+    Hosts(hosts)  # a malformed one fails here, not at the first request
     env = Environment(loader=PackageLoader("rmm_core.ui", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.globals["link"] = lambda path, **params: path + ("?" + urlencode(

@@ -1,10 +1,13 @@
-"""The inspector's outer layer: security headers on every response and, when the page was
-started with a token, that token required on every request."""
+"""The inspector's outer layer: security headers on every response; the Host header checked
+(no DNS rebinding) and the Origin of every write; and, when the page was started with a
+token, that token required on every request."""
 
 from __future__ import annotations
 
 import secrets
 from typing import Any
+
+from ..hosts import Hosts, same_origin
 
 COOKIE = "rmm_ui_token"
 
@@ -13,25 +16,29 @@ CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
 """No script runs, nothing loads from elsewhere, no other site frames the page."""
 
 HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-           (b"referrer-policy", b"no-referrer"), (b"cache-control", b"no-store")]
+           (b"referrer-policy", b"same-origin"), (b"cache-control", b"no-store")]
+"""`same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null` with
+the page's own forms, which the Origin check would refuse."""
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def host_name(header: str) -> str:
-    """The name of a Host header without its port (`[::1]:8766` -> `[::1]`)."""
-    if header.startswith("["):
-        return header[:header.find("]") + 1] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+def bearer(header: str) -> str:
+    """The token of an `Authorization: Bearer <token>` header ("" for any other form)."""
+    scheme, _, token = header.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 class Guard:
-    """ASGI middleware: the headers above; requests for a host name not in `hosts` refused
-    (a web page cannot reach the inspector through DNS rebinding; "*" accepts any); and the
-    token check (`Authorization: Bearer`, the cookie, or a `?token=` link, which sets the
-    cookie and redirects to the bare address)."""
+    """ASGI middleware: the headers above; a request whose Host is malformed or not in
+    `hosts` refused ("*" accepts any well-formed one); a write (any method but GET, HEAD,
+    OPTIONS) whose Origin is not this very server refused; and the token check
+    (`Authorization: Bearer`, the cookie, or a `?token=` link, which sets the cookie and
+    redirects to the bare address)."""
 
     def __init__(self, app: Any, token: str | None = None,
                  hosts: tuple[str, ...] = ("*",)) -> None:
-        self.app, self.token, self.hosts = app, token, hosts
+        self.app, self.token, self.hosts = app, token, Hosts(hosts)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -55,13 +62,19 @@ class Guard:
         from starlette.responses import PlainTextResponse, RedirectResponse
 
         request = Request(scope)
-        if "*" not in self.hosts and host_name(request.headers.get("host", "")) \
-                not in self.hosts:
+        hosts, scheme = request.headers.getlist("host"), scope.get("scheme", "http")
+        host = hosts[0] if len(hosts) == 1 else ""  # none, or two that may disagree
+        if not self.hosts.accepts(host, scheme):
             return PlainTextResponse("this host name is not served here", status_code=400)
+        origin = request.headers.get("origin")
+        if request.method not in SAFE_METHODS and origin is not None and \
+                not same_origin(origin, host, scheme):
+            return PlainTextResponse("a write must come from this page itself",
+                                     status_code=403)
         if not self.token:
             return None
         given = request.query_params.get("token") or request.cookies.get(COOKIE) or \
-            request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            bearer(request.headers.get("authorization", ""))
         if not secrets.compare_digest(given.encode(), self.token.encode()):
             return PlainTextResponse("a token is required: open the link `rmm ui` printed",
                                      status_code=401)

@@ -180,7 +180,7 @@ def _chain(memory: ReflectiveMemory, user_id: str, start: Memory, step: Any,
 @dataclass(slots=True)
 class Learning:
     """The feature reranker's weights as stored for a user's searches, over its logged
-    steps, and how many feedback examples trained them."""
+    steps; the examples the starting weights came with, and this store's own since."""
 
     name: str
     scope: str
@@ -188,9 +188,14 @@ class Learning:
     history: list[tuple[int, dict[str, float]]]
     """(examples learned from, weights) at the base and after each logged step."""
     examples: int
+    """Feedback examples this store gave (not those the starting weights were trained on)."""
     logged_steps: int
     folded: bool
     """Steps were folded into the base: history before it is not kept."""
+    start: str | None
+    """Where the starting weights came from (None: zero weights, the hand-set fusion)."""
+    start_examples: int
+    """The examples the starting weights were trained on before this store (packaged)."""
 
 
 def learning(memory: ReflectiveMemory, user_id: str) -> Learning | None:
@@ -198,7 +203,8 @@ def learning(memory: ReflectiveMemory, user_id: str) -> Learning | None:
     config = memory.config
     if config.reranker.kind != "features":
         return None
-    model = FeatureModel(_start(config.reranker.weights))
+    setting = config.reranker.weights
+    model = FeatureModel(_start(setting))
     name = WeightStore.name(config.reranker.scope, user_id, model.kind)
     store = memory.store
     version, seqs = store.state_log(name)
@@ -209,9 +215,13 @@ def learning(memory: ReflectiveMemory, user_id: str) -> Learning | None:
     for seq in sorted(deltas):
         weights = model.apply(weights, [deltas[seq]], name)
         history.append((weights.steps, weights.named()))
+    shipped = model.start.steps
+    start = None if setting is None else \
+        "the packaged weights" if setting == "shipped" else f"the weights in {setting}"
     return Learning(name if config.reranker.scope == "global" else "this user's own",
-                    config.reranker.scope, weights.named(), history, weights.steps,
-                    len(deltas), version > 0 and bool(blob))
+                    config.reranker.scope, weights.named(), history,
+                    max(0, weights.steps - shipped), len(deltas), version > 0 and bool(blob),
+                    start, shipped)
 
 
 def _start(setting: str | None) -> FeatureWeights | None:
@@ -245,7 +255,7 @@ def breakdown(rows: Sequence[Any]) -> tuple[list[tuple[str, dict[str, float]]], 
     retrieval score's parts scaled as the reranker's z-score over the candidates reads them,
     then each feature's weight x value; and the centring that z-score subtracts from every
     hit alike (left out of the bars: a bar's parts plus it make the hit's reranker score)."""
-    fused = np.array([r.signals["fused"] for r in rows if r.retrieval_rank >= 0
+    fused = np.array([r.signals["fused"] for r in rows if r.retrieval_rank > 0
                       and r.signals["fused"] is not None], np.float32)
     mean, spread = (float(fused.mean()), float(fused.std()) + 1e-6) if len(fused) else (0, 1)
     out = []
@@ -260,5 +270,5 @@ def breakdown(rows: Sequence[Any]) -> tuple[list[tuple[str, dict[str, float]]], 
         elif row.signals["fused"] is not None:
             parts["retrieval (fused)"] = row.signals["fused"]
         parts.update({k: v for k, v in row.rerank.items() if k != "retrieval_z"})
-        out.append((f"#{row.final_rank + 1}", parts))
+        out.append((f"#{row.final_rank}", parts))
     return out, -mean / spread

@@ -1,12 +1,16 @@
 """`rmm mcp --http`: streamable HTTP through the SDK's own client, each bearer token bound
-to its users; refused without a token; no acknowledged write lost to a SIGKILL."""
+to its users; refused without a token, or for another Host (DNS rebinding) or Origin; no
+acknowledged write lost to a SIGKILL."""
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
+import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -93,6 +97,62 @@ async def test_a_request_without_a_valid_token_is_refused(server):
     with pytest.raises(BaseException):  # noqa: B017, PT011 - the client's error type varies by version
         async with http_session(server.url, "wrong") as s:
             await s.list_tools()
+
+
+def post_as(address: str, port: int, host: str, token: str, origin: str | None = None) -> int:
+    """The status of an `initialize` POST to `address`:`port` naming `host` as its Host."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"}}})
+    conn = http.client.HTTPConnection(address, port, timeout=60)
+    try:
+        conn.request("POST", "/mcp", body=body, headers={
+            "Host": host, "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}",
+            **({"Origin": origin} if origin else {})})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_malformed_host_with_userinfo_is_refused_before_the_token(server):
+    """`Host: 127.0.0.1:PORT@evil.example` passed the SDK's prefix match on 127.0.0.1:."""
+    port = server.port
+    assert post_as("127.0.0.1", port, f"127.0.0.1:{port}", ALICE) == 200
+    assert post_as("127.0.0.1", port, f"localhost:{port}", ALICE) == 200
+    for host in (f"127.0.0.1:{port}@evil.example", f"[::1]:{port}x", f"127.0.0.1:{port}:1",
+                 f"evil.example:{port}", f"127.0.0.1:{port + 1}"):
+        assert post_as("127.0.0.1", port, host, ALICE) == 421, host
+    assert post_as("127.0.0.1", port, f"127.0.0.1:{port}", ALICE,
+                   origin="http://evil.example") == 403
+
+
+def test_dns_rebinding_via_127_0_0_2_is_refused(tmp_path):
+    """DNS rebinding via 127.0.0.2: the SDK checks the Host only on 127.0.0.1, localhost and
+    ::1, so on 127.0.0.2 a request naming evil.example reached the token check and tools."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.2", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen(rmm(tmp_path / "m.sqlite", "--http", "--host", "127.0.0.2",
+                                   "--port", str(port), "--token", f"{ALICE}=alice"),
+                               env=ENV, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.2", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("rmm mcp --http on 127.0.0.2 did not start") from None
+                time.sleep(0.2)
+        assert post_as("127.0.0.2", port, f"127.0.0.2:{port}", ALICE) == 200
+        assert post_as("127.0.0.2", port, f"evil.example:{port}", ALICE) == 421
+        assert post_as("127.0.0.2", port, f"127.0.0.2:{port}", ALICE,
+                       origin=f"http://evil.example:{port}") == 403
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 async def test_concurrent_sessions_and_calls(server):

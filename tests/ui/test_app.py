@@ -1,10 +1,19 @@
 """The inspector's pages through Starlette's TestClient on a real SQLite store: every page,
 escaping of hostile texts, one user's page never showing another's memories, writes refused
-in read-only mode, the form token and confirmations, the access token and the bind guard."""
+in read-only mode, the form token and confirmations, the access token and the bind guard;
+and the attacks on them (DNS rebinding, malformed Host, cross-origin writes) refused."""
 
 from __future__ import annotations
 
+import argparse
+import http.client
+import os
 import re
+import socket
+import subprocess
+import sys
+import time
+from urllib.parse import urlencode
 
 import pytest
 
@@ -15,7 +24,8 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from rmm_core import ReflectiveMemory  # noqa: E402
 from rmm_core.cli import main  # noqa: E402
-from rmm_core.errors import MissingDependencyError  # noqa: E402
+from rmm_core.errors import InvalidInputError, MissingDependencyError  # noqa: E402
+from rmm_core.hosts import bind_name, parse_host, served_hosts  # noqa: E402
 from rmm_core.ops.sessions_file import read_sessions, sample_path  # noqa: E402
 from rmm_core.ui import command  # noqa: E402
 from rmm_core.ui.app import build_app  # noqa: E402
@@ -24,6 +34,10 @@ SCRIPT = "<script>alert('x')</script> I keep bees"
 IMG = '"><img src=x onerror=alert(1)> I grow tomatoes'
 EVIL_USER = '<b onmouseover="x">eve</b>'
 BASE = "http://127.0.0.1"
+MALFORMED_HOSTS = ("127.0.0.1:18766@evil", "[::1]x", "[::1]:18766x", "::1", "user@127.0.0.1",
+                   "127.0.0.1:", "127.0.0.1:99999", "127.0.0.1:0", "127.0.0.1:+80",
+                   "127.0.0.1:80:80", "127.1", "127.0.0.1.", "evil.example/x", "", " ",
+                   "[fe80::1%25eth0]", "[::1")
 
 
 @pytest.fixture(scope="module")
@@ -210,6 +224,21 @@ def test_learning_page_plots_weights(memory):
     assert 'data-feature="when_date"' in page
 
 
+def test_learning_page_tells_packaged_training_from_this_stores_feedback(tmp_path, embedder):
+    """A store that never got feedback showed "Trained on 4910 feedback examples": the
+    packaged weights' training, unlabelled as such."""
+    from rmm_core.learn.rerank import shipped_weights
+
+    with ReflectiveMemory.open(str(tmp_path / "m.sqlite"), embedder=embedder) as mem:
+        mem.add("I keep bees.", user_id="new")
+        page = client(mem).get("/learning", params={"u": "new"}).text
+    shipped = shipped_weights().steps
+    assert shipped > 0
+    assert re.search(r"Started from the packaged weights, trained on "
+                     rf'<strong id="start-examples">{shipped}</strong> examples', page)
+    assert "this store's own feedback has trained them on <strong id=\"examples\">0<" in page
+
+
 def test_token_is_required_when_set(memory):
     c = client(memory, token="s3cret")
     assert c.get("/").status_code == 401
@@ -247,12 +276,148 @@ def test_breakdown_bars_add_up_to_the_reranker_scores(memory):
         assert sum(parts.values()) + centring == pytest.approx(row.rerank_score, abs=1e-3)
 
 
-def test_host_names_with_ports():
-    from rmm_core.ui.guard import host_name
+def test_host_headers_are_parsed_strictly():
+    assert [parse_host(h) for h in ("127.0.0.1:8766", "[::1]:8766", "[0:0:0:0:0:0:0:1]",
+                                    "LocalHost", "attacker.example:80")] == \
+        [("127.0.0.1", 8766), ("[::1]", 8766), ("[::1]", None), ("localhost", None),
+         ("attacker.example", 80)]
+    for bad in MALFORMED_HOSTS:
+        assert parse_host(bad) is None, bad
 
-    assert [host_name(h) for h in ("127.0.0.1:8766", "[::1]:8766", "[::1]", "localhost",
-                                   "attacker.example:80")] == \
-        ["127.0.0.1", "[::1]", "[::1]", "localhost", "attacker.example"]
+
+def test_any_loopback_bind_serves_only_its_own_address_and_port():
+    assert served_hosts("127.0.0.2", 18767) == (
+        "127.0.0.2:18767", "127.0.0.1:18767", "localhost:18767", "[::1]:18767")
+    assert served_hosts("0:0:0:0:0:0:0:1", 18767) == (
+        "[::1]:18767", "127.0.0.1:18767", "localhost:18767")
+    assert served_hosts("127.0.0.1", 0) == ("127.0.0.1", "localhost", "[::1]")
+    assert served_hosts("0.0.0.0", 18767) == ("*",)  # not loopback: the token guards it
+    with pytest.raises(InvalidInputError, match="not a host name"):
+        build_app(None, hosts=("127.0.0.1:18766@evil",))
+
+
+def test_malformed_host_header_is_refused_userinfo_and_trailing_junk(memory):
+    """`Host: 127.0.0.1:18766@evil` and `[::1]x` were read as 127.0.0.1 and [::1]."""
+    for bad in MALFORMED_HOSTS:
+        assert client(memory).get("/", headers={"host": bad}).status_code == 400, bad
+    c = client(memory, hosts=served_hosts("127.0.0.1", 18766))
+    assert c.get("/", headers={"host": "127.0.0.1:18766"}).status_code == 200
+    assert c.get("/", headers={"host": "[::1]:18766"}).status_code == 200
+    for bad in ("127.0.0.1:18767", "127.0.0.1"):  # another port, or 80
+        assert c.get("/", headers={"host": bad}).status_code == 400, bad
+
+
+def serve_ui(db: str, host: str, *args: str) -> tuple[subprocess.Popen, int]:
+    """`rmm ui DB --host HOST` in a subprocess, once its port answers."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "RMM_PROGRESS": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "rmm_core.cli", "ui", db, "--host", host,
+                             "--port", str(port), *args], env=env, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return proc, port
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"rmm ui did not start: {proc.communicate()[1]}") from None
+            time.sleep(0.2)
+
+
+def fetch(host: str, port: int, path: str, host_header: str, method: str = "GET",
+          form: dict | None = None) -> tuple[int, str]:
+    """One real HTTP request to `host`:`port` naming `host_header` as its Host."""
+    conn = http.client.HTTPConnection(host, port, timeout=60)
+    body = urlencode(form or {})
+    headers = {"Host": host_header, "Content-Type": "application/x-www-form-urlencoded"}
+    try:
+        conn.request(method, path, body=body if form else None, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.2", "0:0:0:0:0:0:0:1"])
+def test_dns_rebinding_via_another_loopback_address_is_refused(tmp_path, embedder, bind):
+    """DNS rebinding via 127.0.0.2 (or ::1 spelt out): `rmm ui --host 127.0.0.2 --write`
+    took any Host, so a page on evil.example read every memory and deleted one."""
+    db = str(tmp_path / "m.sqlite")
+    with ReflectiveMemory.open(db, embedder=embedder) as mem:
+        m = mem.add("My bank PIN is 4411.", user_id="victim")[0]
+    proc, port = serve_ui(db, bind, "--write")
+    address, own = bind_name(bind), f"{bind_name(bind)}:{port}"
+    try:
+        evil = f"evil.example:{port}"
+        page = f"/memory?u=victim&id={m.id}"
+        assert fetch(address.strip("[]"), port, "/", evil) == \
+            (400, "this host name is not served here")
+        status, html = fetch(address.strip("[]"), port, page, own)
+        assert status == 200
+        assert "4411" in html
+        for name in (evil, f"localhost:{port + 1}"):
+            status, text = fetch(address.strip("[]"), port, page, name)
+            assert (status, "4411" in text) == (400, False), name
+            status, _ = fetch(address.strip("[]"), port, "/delete", name, "POST", {
+                "form_token": form_token(html), "u": "victim", "id": m.id, "confirm": "yes"})
+            assert status == 400, name
+        assert fetch(address.strip("[]"), port, "/", f"localhost:{port}")[0] == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    with ReflectiveMemory.open(db, embedder=embedder) as mem:
+        assert mem.get(m.id, user_id="victim").text == m.text
+
+
+def test_cross_origin_write_is_refused_even_with_the_form_token(memory):
+    """CSRF by Origin: a write posted from another site (or a sandboxed page, `Origin: null`)
+    is refused even when it carries a valid form token."""
+    c = client(memory, write=True)
+    m = memory.add("My locker code is 2718.", user_id="maya")[0]
+    token = form_token(c.get("/memory", params={"u": "maya", "id": m.id}).text)
+    form = {"form_token": token, "u": "maya", "id": m.id, "confirm": "yes"}
+    for origin in ("http://evil.example", "null", "http://127.0.0.1:8766",
+                   "https://127.0.0.1", "http://127.0.0.1@evil.example"):
+        response = c.post("/delete", data=form, headers={"origin": origin})
+        assert response.status_code == 403, origin
+        assert "from this page itself" in response.text
+    assert memory.get(m.id, user_id="maya").text == m.text
+    same = c.post("/delete", data=form, headers={"origin": BASE}, follow_redirects=False)
+    assert same.status_code == 303
+    assert m.id not in {x.id for x in memory.memories(user_id="maya")}
+
+
+def test_token_without_the_bearer_scheme_is_refused(memory):
+    """`Authorization: <token>` without "Bearer" was accepted as the token."""
+    c = client(memory, token="s3cret")
+    for header in ("s3cret", "Basic s3cret", "Bearers3cret", "Bearer", "Bearer s3cret x"):
+        assert c.get("/", headers={"Authorization": header}).status_code == 401, header
+    assert c.get("/", headers={"Authorization": "bearer s3cret"}).status_code == 200
+
+
+def test_token_file_is_read_and_its_problems_named(tmp_path, db, capsys):
+    """`rmm ui --token-file` keeps the token out of `ps`; a bad file is a clear error."""
+    good = tmp_path / "token"
+    good.write_text("\n  s3cret-from-file \n")
+    assert command.read_token(good) == "s3cret-from-file"
+    (tmp_path / "empty").write_text(" \n")
+    (tmp_path / "two").write_text("a\nb\n")
+    for path, message in ((tmp_path / "missing", "cannot read token file"),
+                          (tmp_path, "cannot read token file"),
+                          (tmp_path / "empty", "is empty"), (tmp_path / "two", "one token")):
+        with pytest.raises(InvalidInputError, match=message):
+            command.read_token(path)
+        assert main(["ui", db, "--token-file", str(path)]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["ui", db, "--token", "x", "--token-file", str(good)]) == 2
+    assert "not both" in capsys.readouterr().err
+    args = argparse.Namespace(token=None, token_file=str(good))
+    assert command.token_of(args) == "s3cret-from-file"
+    command.check_bind("0.0.0.0", command.token_of(args))  # a token from a file counts
 
 
 def test_search_page_names_the_read_steps_that_moved_a_hit(memory):
