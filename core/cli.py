@@ -21,6 +21,8 @@ BENCHES = {
     "speed": ("rmm_core.bench.speed", "search latency on a large bank against raw faiss"),
     "rerank": ("rmm_core.bench.rerank", "REINFORCE reranker trained with oracle citations"),
     "extract": ("rmm_core.bench.extract", "memory extraction vs LoCoMo's per-session facts"),
+    "answer": ("rmm_core.bench.answer", "LLM answers judged against gold answers (LoCoMo J "
+               "score), with the memory's context, plain passages or the whole conversation"),
     "context": ("rmm_core.bench.context", "SCM context builder vs rank-order filling on LoCoMo"),
     "links": ("rmm_core.bench.links", "A-MEM link following on LoCoMo multi-hop questions"),
     "supersede": ("rmm_core.bench.supersede", "supersession rules on a labelled set of memory "

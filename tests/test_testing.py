@@ -55,7 +55,7 @@ def test_every_template_constant_is_a_task_named_after_it():
     assert tasks["extract"] is prompts.EXTRACT
     assert tasks["cite"] is prompts.CITE
     assert "no_trait" not in tasks  # a constant without fields is not a template
-    assert len(tasks) == 14
+    assert len(tasks) == 17
     for task, template in tasks.items():
         filled = template.replace("{{", "\0").replace("}}", "\1")
         example = "".join(part.split("}", 1)[-1] for part in filled.split("{"))

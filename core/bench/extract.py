@@ -4,7 +4,8 @@ LoCoMo lists, per session and speaker, `observation` facts with the turn each ca
 A fact turn is covered when some memory's refs include it. Also reported: memories and
 words per memory (coverage is free for a pipeline that keeps every turn), and LLM calls
 and tokens per session. The LLM-free pipeline always runs; an LLM one runs beside it when
-`--llm-url` (an OpenAI-compatible server) or `--local-llm` is given.
+`--llm-url` (an OpenAI-compatible server), `--langchain` (a chat model by import path) or
+`--local-llm` is given.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from ..memory import ReflectiveMemory
 from ..models.embed import default_embedder
-from ..models.llm import OpenAICompatibleLLM
+from .llm_args import add_llm_arguments, llm_from_args
 from .locomo import Conversation, load_locomo
 from .retrieval import parse_range
 
@@ -31,12 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--convs", default="0", help="conversations to use, e.g. 0-4 or 0,2")
     parser.add_argument("--sessions", type=int, default=None,
                         help="first N sessions of each conversation (LLM runs are slow)")
-    parser.add_argument("--llm-url", default=None,
-                        help="OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1")
-    parser.add_argument("--llm-model", default="default", help="model name sent to --llm-url")
-    parser.add_argument("--local-llm", action="store_true",
-                        help="run the packaged Qwen2.5-Coder-1.5B in-process (local-llm extra)")
-    parser.add_argument("--max-tokens", type=int, default=768, help="completion cap per call")
+    add_llm_arguments(parser, max_tokens=768)
     parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
 
 
@@ -46,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         convs = [Conversation(c.sample_id, c.speakers, c.sessions[: args.sessions],
                               c.questions, c.observations) for c in convs]
     rows = {"llm-free": evaluate(convs, None)}
-    llm = _llm(args)
+    llm = llm_from_args(args)
     if llm is not None:
         rows["llm"] = evaluate(convs, llm)
     n_sessions = sum(len(c.sessions) for c in convs)
@@ -97,13 +93,3 @@ def format_table(rows: dict[str, dict[str, float]]) -> str:
     for name, row in rows.items():
         lines.append(f"{name:<10}" + "".join(f"{row[c]:>22.1f}" for c in COLUMNS))
     return "\n".join(lines)
-
-
-def _llm(args: argparse.Namespace) -> Any:
-    if args.llm_url:
-        return OpenAICompatibleLLM(args.llm_url, args.llm_model, max_tokens=args.max_tokens)
-    if args.local_llm:
-        from ..models.local_llm import LocalLLM
-
-        return LocalLLM(max_tokens=args.max_tokens)
-    return None

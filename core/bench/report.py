@@ -120,9 +120,10 @@ def version() -> str:
         return __version__
 
 
-def markers(key: str) -> tuple[str, str]:
-    """The comments around the section of `key`: what a rerun finds and replaces."""
-    return f"<!-- bench-retrieval:{key}:begin -->", f"<!-- bench-retrieval:{key}:end -->"
+def markers(key: str, bench: str = "retrieval") -> tuple[str, str]:
+    """The comments around the section of `key` of `rmm bench BENCH`: what a rerun finds and
+    replaces."""
+    return f"<!-- bench-{bench}:{key}:begin -->", f"<!-- bench-{bench}:{key}:end -->"
 
 
 def markdown_section(key: str, command: str, rows: Rows, notes: list[str],
@@ -151,12 +152,12 @@ PROBE_NOTE = ("Probes, strict, in the first 1,000 words: **update first** is the
               "contradiction probes with a message of each statement in context.")
 
 
-def write_markdown(path: str | Path, key: str, section: str) -> None:
+def write_markdown(path: str | Path, key: str, section: str, bench: str = "retrieval") -> None:
     """Put `section` in the file at `path` in place of the previous one of `key` (between
     its markers); append it when there is none, create the file when it is missing."""
     path = Path(path)
     text = path.read_text() if path.exists() else ""
-    begin, end = markers(key)
+    begin, end = markers(key, bench)
     found = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
     if found.search(text):
         text = found.sub(lambda _: section, text, count=1)

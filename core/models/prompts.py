@@ -227,6 +227,47 @@ alone whether the agent accomplished the task. Answer with one word: yes or no.
 """
 
 
+# `rmm bench answer`: a reader answers from a context, a judge grades the answer against the
+# gold one (LoCoMo's J score: CORRECT or WRONG; BEAM: each rubric item met or not)
+READ_AND_ANSWER = """Below are excerpts recalled from earlier conversations. Use them to \
+answer the question that follows them.
+
+Excerpts:
+{context}
+
+Question: {question}
+
+Write only the answer, as briefly as the question allows: a name, a date, a number or a \
+short phrase when that is enough, one or two sentences at most otherwise. When an excerpt \
+dates what it says, turn relative time words ("last week", "yesterday") into calendar dates \
+counted from that date. If the excerpts do not hold the answer, give your best guess from \
+them."""
+
+GRADE_ANSWER = """You grade an answer to a question about past conversations by comparing \
+it with the reference answer.
+
+Question: {question}
+Reference answer: {gold}
+Answer to grade: {answer}
+
+Grade it CORRECT when it says what the reference answer says, even in other words, at \
+another length or with extra detail that does not contradict it; a date, time or period \
+counts as the same when it names the same day, month or span in any format. Grade it WRONG \
+when it misses, contradicts or changes what the reference answer says, or gives no answer.{guidance}
+
+Reply with one word: CORRECT or WRONG."""
+
+GRADE_RUBRIC = """You check one requirement on an answer given by an assistant that \
+remembers its past conversations with the user.
+
+Question: {question}
+Answer to check: {answer}
+Requirement: {item}
+
+Reply with one word: MET when the answer fully satisfies the requirement, PARTLY when it \
+satisfies part of it, MISSED when it does not."""
+
+
 def numbered_turns(turns: list, positions: list[int] | None = None) -> str:
     """Turns as prompt lines `[i] speaker: text`, i being the turn's position in the session."""
     positions = list(range(len(turns))) if positions is None else positions
