@@ -1,5 +1,5 @@
-"""`rmm bench supersede`: the command on the packaged set with the real embedder, and its
-figures' arithmetic."""
+"""`rmm bench supersede`: the command on the packaged set with the real embedder, its
+figures' arithmetic, and the through-search mode on the packaged update cases."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 
 from rmm_core.bench.supersede import auroc, best_threshold, load_pairs, prf
+from rmm_core.bench.supersede_search import FIGURES, composition, load_cases, markdown
+from rmm_core.bench.supersede_search import evaluate as evaluate_cases
 from rmm_core.cli import main
 from rmm_core.errors import InvalidInputError
+from rmm_core.models.embed import default_embedder
 from rmm_core.write.supersede import SIGNALS
 
 
@@ -64,3 +67,83 @@ def test_a_malformed_pair_names_its_line(tmp_path):
         load_pairs(path)
     path.write_text(json.dumps(good) + "\n")
     assert [p.label for p in load_pairs(path)] == ["supersedes"]
+
+
+# --through-search: the packaged cases, run through add_session and search -------------------
+
+def test_the_packaged_cases_load_and_hold_the_proportions_the_set_promises():
+    cases = load_cases()
+    comp = composition(cases)
+    assert comp["changes"] >= 300
+    assert len(comp["kinds"]) >= 12
+    assert comp["implicit_share"] >= 0.15
+    assert comp["non_english_share"] >= 0.10
+    assert {"de", "fr", "es"} <= set(comp["langs"])
+    assert comp["non_change_share"] >= 0.20
+    assert comp["past_questions"] >= 25
+    for case in cases:
+        dates = [when for when, _ in case.sessions]
+        assert "2023-01-01" <= dates[0] < dates[1] < dates[2] <= "2025-12-31", case.id
+        assert all(1 <= len(turns) <= 6 for _, turns in case.sessions), case.id
+
+
+def _row(**changes) -> dict:
+    row = {"id": "x1", "kind": "job", "lang": "en", "change": True, "implicit": False,
+           "partial": False, "non_change": None,
+           "sessions": [{"date": d, "turns": [{"id": f"x1-s{n}-t1", "speaker": "user",
+                                                "text": text}]}
+                        for n, (d, text) in enumerate([
+                            ("2024-01-10", "I work as a nurse at St Mary's hospital."),
+                            ("2024-02-10", "What's a good recipe for banana bread?"),
+                            ("2024-06-10", "I quit the hospital. I work as a pilot at "
+                                           "KLM now, flying from Amsterdam.")], 1)],
+           "question": "Where do I work?", "fact": ["x1-s1-t1"], "update": ["x1-s3-t1"],
+           "current": ["x1-s3-t1"],
+           "past": {"question": "Where did I work in March 2024?", "as_of": "2024-03-01"}}
+    return {**row, **changes}
+
+
+@pytest.mark.parametrize("bad, error", [
+    ({"colour": "red"}, "unknown field"),
+    ({"current": ["x1-s1-t1"]}, "current"),
+    ({"fact": ["x1-s3-t1"]}, "session 1"),
+    ({"non_change": "visit"}, "non_change"),
+    ({"past": {"question": "Where?", "as_of": "2024-07-01"}}, "as_of"),
+])
+def test_a_case_that_breaks_the_schema_names_its_line_and_what_is_wrong(tmp_path, bad, error):
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps(_row()) + "\n" + json.dumps(_row(**bad)) + "\n")
+    with pytest.raises(InvalidInputError, match=rf"cases\.jsonl:2: .*{error}"):
+        load_cases(path)
+    path.write_text(json.dumps(_row()) + "\n{not json\n")
+    with pytest.raises(InvalidInputError, match=r"cases\.jsonl:2"):
+        load_cases(path)
+
+
+def test_an_obvious_change_counts_as_current_first_through_search(tmp_path, capsys):
+    data, out = tmp_path / "cases.jsonl", tmp_path / "figures.json"
+    data.write_text(json.dumps(_row()) + "\n")
+    assert main(["bench", "supersede", "--through-search", "--data", str(data),
+                 "--json", str(out)]) == 0
+    assert "current first" in capsys.readouterr().out
+    figures = json.loads(out.read_text())
+    assert figures["outcomes"][0]["current_first"] is True
+    assert figures["groups"]["changes"]["current_first"] == 100.0
+
+
+def test_the_through_search_figures_are_percentages_per_group_kind_and_language(tmp_path):
+    picked = [c for c in load_cases() if c.lang in ("en", "de")]
+    cases = [*[c for c in picked if c.change][:4], *[c for c in picked if not c.change][:2],
+             *[c for c in picked if c.lang == "de"][:1]]
+    figures = evaluate_cases(cases, default_embedder())
+    assert figures["cases"] == len(cases) == figures["groups"]["all"]["n"]
+    assert set(figures["langs"]) == {"en", "de"}
+    for row in (*figures["groups"].values(), *figures["kinds"].values(),
+                *figures["langs"].values()):
+        assert set(FIGURES) <= set(row)
+        assert all(row[f] is None or 0.0 <= row[f] <= 100.0 for f in FIGURES)
+    assert figures["groups"]["non-changes"]["stale_marked"] is None
+    assert figures["groups"]["changes"]["non_change_superseded"] is None
+    section = markdown(figures, "rmm bench supersede --through-search")
+    assert "| **all** |" in section
+    assert "bench-retrieval:supersede-search:begin" in section
