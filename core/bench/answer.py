@@ -75,6 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="MemoryConfig setting of the memory, by dotted name (repeatable)")
     parser.add_argument("--results", default=None, metavar="PATH",
                         help="JSON Lines file of graded answers; a rerun continues it")
+    parser.add_argument("--report", action="store_true",
+                        help="print (and write) the figures of --results as they are, "
+                             "asking nothing more")
     parser.add_argument("--retries", type=int, default=1,
                         help="tries again after a failed LLM call (default 1)")
     parser.add_argument("--timeout", type=float, default=600.0,
@@ -98,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         names = _contexts(args.contexts)
         prices = _prices(args.prices)
+        if args.report and not (args.results and Path(args.results).is_file()):
+            raise InvalidInputError("--report needs the --results file of a run")
         reader = llm_from_args(args, n_ctx=args.window)
         if reader is None:
             raise InvalidInputError("name the reader: --llm-url URL --llm-model NAME, "
@@ -112,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         results = Results(args.results, describe(args, reader, judge_llm or reader))
-        evaluate(chosen, names, graders, results, args)
+        if not args.report:
+            evaluate(chosen, names, graders, results, args)
     except LLMError as exc:
         print(f"rmm bench answer: stopped, the LLM fails: {exc}", file=sys.stderr)
         return REFUSED
@@ -218,7 +224,9 @@ def summary(args: argparse.Namespace, chosen: list[Item], rows: dict[str, Any], 
             f"{llm_name(reader)}, judge {llm_name(judge_llm)}; memory and passages "
             f"{args.max_words} words (passages {args.passages}/fused), full conversation cut "
             f"to a {args.window}-token window.",
-            f"This invocation: {wall / 60:.1f} min wall time."]
+            f"Reader and judge time over the graded answers: "
+            f"{sum(row['llm s'] for row in rows.values()) / 60:.0f} min; this invocation "
+            f"{wall / 60:.1f} min."]
 
 
 def command_line(args: argparse.Namespace) -> str:

@@ -45,6 +45,7 @@ def _row(rows: list[Record], prices: tuple[float, float] | None) -> dict[str, An
         "reader calls": sum(r["reader_calls"] for r in rows),
         "reader s p50": float(np.percentile([r["reader_s"] for r in rows], 50)),
         "judge calls": sum(r["judge_calls"] for r in rows),
+        "llm s": sum(r["reader_s"] + r["judge_s"] for r in rows),
         "categories": {c: {"questions": len(s), "score %": 100 * float(np.mean(s))}
                        for c, s in sorted(categories.items())},
     }

@@ -283,7 +283,13 @@ def test_the_command_grades_each_context_and_continues_a_killed_run(tmp_path, sc
     again = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert sorted(r["key"] for r in again[1:]) == sorted(json.loads(x)["key"]
                                                          for x in lines[1:])
-    assert "questions graded" in capsys.readouterr().out
+    assert "3 of 3 questions graded" in capsys.readouterr().out
+    (tmp_path / "r.jsonl").write_text("\n".join(lines[:4]) + "\n")  # two questions' records
+    calls = len(scripted.calls)
+    assert _answer(tmp_path, "--window", "2000", "--report") == 0
+    assert len(scripted.calls) == calls  # --report asks nothing
+    assert json.loads((tmp_path / "f.json").read_text())["memory"]["questions"] == 1
+    assert "1 of 3 questions graded" in capsys.readouterr().out
 
 
 def test_a_rerun_with_other_settings_is_refused(tmp_path, scripted, capsys):
