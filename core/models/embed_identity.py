@@ -1,5 +1,6 @@
-"""Which embedder built a store: recorded at its first open, checked at every open after, so
-that a store built with one model refuses another of the same dimension."""
+"""Which embedder built a store: recorded with its first vectors, checked at every open (and
+at the first write of an open made before any), so that a store built with one model refuses
+another of the same dimension."""
 
 from __future__ import annotations
 
@@ -17,22 +18,31 @@ MiniLM on onnxruntime, OpenVINO or torch agrees at 0.999; two models' spaces do 
 
 def check_embedder(store: Store, embedder: Embedder) -> None:
     """Refuse an embedder whose vectors cannot be compared with those `store` holds: of
-    another dimension (`check_dimension`), or another model than the one recorded at the
-    store's first open (`EmbedderMismatchError`). The model is told by its vector of
+    another dimension (`check_dimension`), or another model than the one recorded with the
+    store's first vectors (`EmbedderMismatchError`). The model is told by its vector of
     `PROBE_TEXT`, not its name alone: two local models can share a folder name, and a
-    framework's wrapper names the same model otherwise. A store that recorded none (made
-    before this check, or new) records this one."""
+    framework's wrapper names the same model otherwise. A store that holds vectors but no
+    record (made before this check) records this one; an empty one records it with its
+    first vectors, so that an open which writes nothing pins no model."""
     check_dimension(store.vector_dim(), embedder)
     name = str(getattr(embedder, "name", type(embedder).__name__))
     recorded = store.embedder()
     if recorded is None:
         if store.read_only:
             return
-        recorded = store.record_embedder(EmbedderRecord(name, _probe(embedder)))
-    if recorded is None:
-        return
-    probe = _probe(embedder) if recorded.probe is not None else None
-    if probe is None or recorded.probe is None:  # no vector to tell by: the names must do
+        record = EmbedderRecord(name, _probe(embedder))
+        if store.vector_dim() is None:
+            store.expect_embedder(record, lambda first: _check_same(first, name, record.probe))
+            return
+        recorded = store.record_embedder(record)
+    if recorded is not None:
+        _check_same(recorded, name, _probe(embedder) if recorded.probe is not None else None)
+
+
+def _check_same(recorded: EmbedderRecord, name: str, probe: np.ndarray | None) -> None:
+    """Refuse the embedder `name` (its `probe` vector, if known) unless it is the model
+    `recorded`: by the probe vectors where both are known, else by the name."""
+    if probe is None or recorded.probe is None:
         if recorded.name == name:
             return
     elif _same(recorded.probe, probe):

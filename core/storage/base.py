@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -278,6 +278,15 @@ class Store(ABC):
         """Record `record` unless an embedder is recorded already; return the one recorded
         (None where the store keeps no such record)."""
         return None
+
+    def expect_embedder(self, record: EmbedderRecord,
+                        check: Callable[[EmbedderRecord], None]) -> None:
+        """Record `record` with the first memory vectors this store writes (not at an open
+        that writes none), and before each write until then `check` (which raises) any
+        embedder another process recorded first. Here: recorded at once."""
+        recorded = self.record_embedder(record)
+        if recorded is not None:
+            check(recorded)
 
     def sessions(self, user_id: str) -> list[SessionState]:
         """Every session of the user, oldest first (operators' inspection and export)."""

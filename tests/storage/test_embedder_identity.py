@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rmm_core import ReflectiveMemory
+from rmm_core import ReflectiveMemory, Turn
 from rmm_core.errors import EmbedderMismatchError
 from rmm_core.models.embed import HashEmbedder
 
@@ -50,3 +50,36 @@ def test_a_mismatched_embedder_is_a_typed_error_that_says_what_to_do(store_targe
         ReflectiveMemory.open(store_target, embedder=HashEmbedder(64))
     with ReflectiveMemory.open(store_target, embedder=HashEmbedder(384)) as mem:
         assert mem.store.counts("u")["memories"] == 1
+
+
+def test_an_open_that_writes_nothing_does_not_pin_the_model(store_target, embedder):
+    """Attack: a look at an empty store with another model (`rmm stats`, the inspector, a
+    test run) pinned that model, and the application's own was then refused."""
+    with ReflectiveMemory.open(store_target, embedder=HashEmbedder(384)) as mem:
+        assert mem.memories(user_id="u") == []
+    with ReflectiveMemory.open(store_target, embedder=embedder) as mem:
+        mem.add("Carol waters the ferns on Sundays.", user_id="u")
+    with pytest.raises(EmbedderMismatchError, match="built with the embedder all-MiniLM"):
+        ReflectiveMemory.open(store_target, embedder=HashEmbedder(384))
+
+
+def test_two_openers_of_an_empty_store_with_other_models_cannot_both_write(store_target,
+                                                                           embedder):
+    """Attack: two processes open an empty store at once with models of the same dimension
+    and both write: the one writing second is refused, and writes nothing."""
+    first = ReflectiveMemory.open(store_target, embedder=HashEmbedder(384))
+    second = ReflectiveMemory.open(store_target, embedder=embedder)
+    try:
+        [fern] = first.add("Carol waters the ferns on Sundays.", user_id="u")
+        with pytest.raises(EmbedderMismatchError, match="built with the embedder hash-384"):
+            second.add("Dan feeds the cat at noon.", user_id="v")
+        with pytest.raises(EmbedderMismatchError, match="built with the embedder hash-384"):
+            second.update(fern.id, "Carol waters the ferns on Mondays.", user_id="u")
+        with pytest.raises(EmbedderMismatchError):  # its turns are kept, unreflected
+            second.add_session([Turn("me", "I adopted a dog called Rex.")], user_id="v")
+        assert second.memories(user_id="v") == []
+        assert [m.text for m in first.memories(user_id="u")] == [fern.text]
+        first.add("Dan feeds the cat at noon.", user_id="u")
+    finally:
+        first.close()
+        second.close()

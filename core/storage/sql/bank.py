@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ _MEMORY_INSERT = (f"INSERT INTO memories ({_MEMORY_COLS}, seq) "
 _VERSION_INSERT = ("INSERT INTO memory_versions (memory_id, user_id, version, text, refs, "
                    "reason, at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 _VECTOR_INSERT = "INSERT INTO memory_vectors (memory_id, user_id, idx, vec) VALUES (?, ?, ?, ?)"
+_EMBEDDER_SELECT = "SELECT key, value FROM meta WHERE key IN ('embedder', 'embedder_probe')"
 
 
 def _union(a: Sequence[str], b: Sequence[str]) -> list[str]:
@@ -43,6 +44,9 @@ class MemoryBankSQL(IndexDataSQL):
     """Memories with provenance (`storage.protocols.MemoryBank`); every write bumps the
     user's generation and logs what it changed."""
 
+    _expected_embedder: tuple[EmbedderRecord, Callable[[EmbedderRecord], None]] | None = None
+    """The embedder to record with the first vectors written, and its check of another."""
+
     # memories -------------------------------------------------------------------------------
     def commit_reflection(self, user_id: str, session_id: str, expected_reflected: int,
                           reflected: int, adds: Sequence[NewMemory],
@@ -56,6 +60,8 @@ class MemoryBankSQL(IndexDataSQL):
             added = self._insert_memories(db, user_id, adds, now, session_id)
             touched = [new.memory.id for new in adds]
             version_rows, vector_rows = [], []
+            if merges:
+                self._claim_embedder(db)
             for merge in merges:
                 version_rows.append(self._merge(db, user_id, merge, now))
                 vector_rows += self._vector_rows(merge.target_id, user_id, merge.vectors)
@@ -82,6 +88,7 @@ class MemoryBankSQL(IndexDataSQL):
         them decoded from the rows written (as `memories` would read them, without the read)."""
         if not adds:
             return []
+        self._claim_embedder(db)
         seq = db.one("SELECT COALESCE(MAX(seq), 0) FROM memories WHERE user_id = ?",
                      (user_id,))[0]
         memory_rows, version_rows, vector_rows = [], [], []
@@ -120,6 +127,7 @@ class MemoryBankSQL(IndexDataSQL):
                          (memory_id, user_id))
             if row is None:
                 raise NotFoundError(f"no memory {memory_id!r} for this user")
+            self._claim_embedder(db)
             db.run("UPDATE memories SET text = ?, key = ?, metadata = ?, updated_at = ? "
                    "WHERE id = ? AND user_id = ?", (self._enc(text), self._enc(key),
                                                     dumps(metadata), now, memory_id,
@@ -223,6 +231,7 @@ class MemoryBankSQL(IndexDataSQL):
                        (dumps(up.attrs), None if up.key is None else self._enc(up.key),
                         up.memory_id, user_id))
                 if up.key_vector is not None:
+                    self._claim_embedder(db)
                     db.run("UPDATE memory_vectors SET vec = ? WHERE memory_id = ? AND "
                            "user_id = ? AND idx = 0",
                            (self._vec_param(np.asarray(up.key_vector, dtype=np.float32)),
@@ -291,8 +300,10 @@ class MemoryBankSQL(IndexDataSQL):
         return int(rows[0][0]) if rows else None
 
     def embedder(self) -> EmbedderRecord | None:
-        meta = dict(self._read("SELECT key, value FROM meta WHERE key IN ('embedder', "
-                               "'embedder_probe')"))
+        return self._embedder_from(self._read(_EMBEDDER_SELECT))
+
+    def _embedder_from(self, rows: Sequence[tuple]) -> EmbedderRecord | None:
+        meta = dict(rows)
         if "embedder" not in meta:
             return None
         probe = meta.get("embedder_probe")
@@ -300,12 +311,35 @@ class MemoryBankSQL(IndexDataSQL):
                               np.frombuffer(base64.b64decode(probe), dtype=np.float32))
 
     def record_embedder(self, record: EmbedderRecord) -> EmbedderRecord | None:
+        with self._tx("meta:embedder") as db:  # the first of processes opening it at once wins
+            return self._record_embedder(db, record)
+
+    def _record_embedder(self, db: Tx, record: EmbedderRecord) -> EmbedderRecord:
+        """Record `record` in `db`'s transaction unless one is recorded; the one recorded."""
+        db.lock("meta:embedder")
+        recorded = self._embedder_from(db.all(_EMBEDDER_SELECT))
+        if recorded is not None:
+            return recorded
         rows = [("embedder", self._enc(record.name))]
         if record.probe is not None:
             probe = np.asarray(record.probe, dtype=np.float32).tobytes()
             rows.append(("embedder_probe", base64.b64encode(probe).decode("ascii")))
-        with self._tx("meta:embedder") as db:  # the first of processes opening it at once wins
-            if db.one("SELECT 1 FROM meta WHERE key = 'embedder'") is None:
-                db.many("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO "
-                        "UPDATE SET value = excluded.value", rows)
-        return self.embedder()
+        db.many("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO "
+                "UPDATE SET value = excluded.value", rows)
+        return record
+
+    def expect_embedder(self, record: EmbedderRecord,
+                        check: Callable[[EmbedderRecord], None]) -> None:
+        self._expected_embedder = (record, check)
+
+    def _claim_embedder(self, db: Tx) -> None:
+        """Before writing memory vectors: record the embedder this store was opened with if
+        none is yet, or `check` the one another process recorded first (which raises, and
+        the write is rolled back)."""
+        if self._expected_embedder is None:
+            return
+        record, check = self._expected_embedder
+        recorded = self._record_embedder(db, record)
+        if recorded is not record:  # recorded and committed before: checked once for all
+            check(recorded)
+            self._expected_embedder = None
