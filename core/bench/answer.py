@@ -10,6 +10,7 @@ graded answer goes to `--results` at once, so a killed run continues where it st
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shlex
 import sys
@@ -201,7 +202,13 @@ def describe(args: argparse.Namespace, reader: Any, judge_llm: Any) -> dict[str,
             "limit": args.limit, "seed": args.seed, "reader": llm_name(reader),
             "judge": llm_name(judge_llm), "max_words": args.max_words,
             "passages": args.passages, "window": args.window, "set": sorted(args.set),
-            "max_tokens": args.max_tokens}
+            "max_tokens": args.max_tokens, "prompts": prompts_digest()}
+
+
+def prompts_digest() -> str:
+    """Which wording of the reader's and the judge's prompts graded the answers."""
+    text = prompts.READ_AND_ANSWER + prompts.GRADE_ANSWER + prompts.GRADE_RUBRIC
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
 def llm_name(llm: Any) -> str:

@@ -237,11 +237,10 @@ Excerpts:
 
 Question: {question}
 
-Write only the answer, as briefly as the question allows: a name, a date, a number or a \
-short phrase when that is enough, one or two sentences at most otherwise. When an excerpt \
-dates what it says, turn relative time words ("last week", "yesterday") into calendar dates \
-counted from that date. If the excerpts do not hold the answer, give your best guess from \
-them."""
+Answer in a few words, or in one or two sentences when the question needs more; write \
+nothing but the answer. When an excerpt dates what it says, turn relative time words \
+("last week", "yesterday") into calendar dates counted from that date. If the excerpts do \
+not hold the answer, give your best guess from them."""
 
 GRADE_ANSWER = """You grade an answer to a question about past conversations by comparing \
 it with the reference answer.
