@@ -1,7 +1,7 @@
 """Deleted text leaves every file of the store at once, while the store is still open.
 
-Real SQLite files read byte by byte (their `-wal` and `-shm` files included) and the
-packaged embedder.
+Real SQLite files read byte by byte (their `-wal` and `-shm` files included), the real
+PostgreSQL backend's statistics, and the packaged embedder.
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import psycopg
 import pytest
+from backends import run_sql, split_target
 
 from rmm_core import ReflectiveMemory
 from rmm_core.errors import ResidueWarning
@@ -63,3 +65,50 @@ def test_a_reader_of_an_older_snapshot_keeping_deleted_text_is_warned(tmp_path, 
         reader.close()
         mem.delete(other.id, user_id="u")
         assert holding(path, MARKERS[0]) == []
+
+
+def analyze(target: str) -> None:
+    """What autovacuum's ANALYZE does on its own: sample every table of the schema."""
+    run_sql(target, ["ANALYZE"])
+
+
+def statistics_holding(target: str, marker: str) -> list[str]:
+    """`table.column` of every column whose planner statistics (`pg_stats`) show `marker`."""
+    base, schema = split_target(target)
+    with psycopg.connect(base) as conn:
+        return [f"{t}.{c}" for t, c in conn.execute(
+            "SELECT tablename, attname FROM pg_stats WHERE schemaname = %s AND concat_ws(' ', "
+            "most_common_vals::text, histogram_bounds::text, most_common_elems::text) "
+            "LIKE %s", (schema, f"%{marker}%"))]
+
+
+@pytest.mark.parametrize("store_target", ["postgres"], indirect=True)
+def test_postgres_statistics_keep_no_deleted_text(store_target, embedder):
+    """Attack: read a deleted memory's text from the planner's statistics (`pg_stats`),
+    which ANALYZE fills with samples of each column and a delete leaves as they are."""
+    with ReflectiveMemory.open(store_target, embedder=embedder) as mem:
+        [secret] = mem.add(f"My locker code is {MARKERS[0]}.", user_id="u")
+        mem.update(secret.id, f"My locker code is now {MARKERS[1]}.", user_id="u")
+        mem.add("Carol waters the ferns on Sundays.", user_id="u")
+        mem.add("Dan feeds the cat at noon.", user_id="u")
+        analyze(store_target)
+        mem.delete(secret.id, user_id="u")
+        for marker in MARKERS:
+            assert statistics_holding(store_target, marker) == [], marker
+
+
+@pytest.mark.parametrize("store_target", ["postgres"], indirect=True)
+def test_statistics_sampled_before_the_upgrade_are_dropped_at_open(store_target, embedder):
+    """Attack: a store made by an earlier release keeps the texts its statistics sampled
+    then, whatever is deleted after; the first open of this release drops them."""
+    with ReflectiveMemory.open(store_target, embedder=embedder) as mem:
+        [secret] = mem.add(f"My locker code is {MARKERS[0]}.", user_id="u")
+        mem.add("Carol waters the ferns on Sundays.", user_id="u")
+    run_sql(store_target, ["ALTER TABLE memories ALTER COLUMN text SET STATISTICS -1",
+                           "ANALYZE memories"])  # as an earlier release left it
+    assert statistics_holding(store_target, MARKERS[0]) == ["memories.text"]
+    with ReflectiveMemory.open(store_target, embedder=embedder) as mem:
+        assert statistics_holding(store_target, MARKERS[0]) == []
+        mem.delete(secret.id, user_id="u")
+        analyze(store_target)
+        assert statistics_holding(store_target, MARKERS[0]) == []

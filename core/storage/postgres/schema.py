@@ -83,13 +83,26 @@ ALTER TABLE memories ADD COLUMN IF NOT EXISTS validity TEXT NOT NULL DEFAULT '{}
 
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
+TEXT_COLUMNS = {
+    "turns": ("text", "speaker"),
+    "sessions": ("metadata", "reflect_error"),
+    "memories": ("text", "key", "attrs", "metadata", "speakers", "validity"),
+    "memory_versions": ("text",),
+    "named_state": ("blob",),
+}
+"""Columns that hold what users said (or text made from it): no query filters or sorts on
+them, so the planner needs no statistics of them, and none are kept (`drop_text_statistics`).
+In-database search's `lexemes` keep theirs: it reads their most common lexemes."""
+
+LEXEMES_TRIGGER = """
+CREATE TRIGGER memories_lexemes BEFORE INSERT OR UPDATE OF key ON memories
+    FOR EACH ROW EXECUTE FUNCTION memories_lexemes();
+"""
 LEXEMES_DDL = f"""
 ALTER TABLE memories ADD COLUMN lexemes tsvector;
 CREATE OR REPLACE FUNCTION memories_lexemes() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN NEW.lexemes := to_tsvector('{TEXT_SEARCH}', NEW.key); RETURN NEW; END $$;
-CREATE TRIGGER memories_lexemes BEFORE INSERT OR UPDATE OF key ON memories
-    FOR EACH ROW EXECUTE FUNCTION memories_lexemes();
-"""
+""" + LEXEMES_TRIGGER
 """Each memory's key's lexemes, filled on write by the server itself (so by every release
 that writes): what in-database search matches and scores. A column without a default is
 added without rewriting the table; rows written before it are filled by the search
@@ -122,3 +135,24 @@ def migrate(conn: Any, schema: str, url: str) -> None:
                             "AND table_name = 'memories' AND column_name = 'lexemes'",
                             (schema,)).fetchone():
             conn.execute(LEXEMES_DDL)
+        drop_text_statistics(conn, schema)
+
+
+def drop_text_statistics(conn: Any, schema: str) -> None:
+    """Keep ANALYZE from sampling `TEXT_COLUMNS`, and drop what it sampled of them before:
+    the planner's statistics (`pg_stats`) would keep a deleted or forgotten text after its
+    row is gone, in plain view of any role that can read the table. Once per store."""
+    pending = conn.execute(
+        "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+        "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relkind = 'r' AND NOT a.attisdropped AND "
+        "a.attstattarget IS DISTINCT FROM 0", (schema,)).fetchall()
+    pending = [row for row in pending if row[1] in TEXT_COLUMNS.get(row[0], ())]
+    if any(table == "memories" and column == "key" for table, column, _ in pending):
+        conn.execute("DROP TRIGGER IF EXISTS memories_lexemes ON memories")  # depends on key
+    for table, column, kind in pending:
+        # changing a column to its own type rewrites nothing and drops its statistics
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN {column} SET STATISTICS 0, "
+                     f"ALTER COLUMN {column} TYPE {kind}")
+    if any(table == "memories" and column == "key" for table, column, _ in pending):
+        conn.execute(LEXEMES_TRIGGER)
