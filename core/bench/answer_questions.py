@@ -40,17 +40,19 @@ class Item:
 
 def items(dataset: str, data: str | Path, convs: list[Conversation], limit: int | None,
           seed: int = 0) -> list[Item]:
-    """The questions to ask: all of them in conversation order, or `limit` drawn (with
+    """The questions to ask, those with a gold answer or a rubric to grade against: all of
+    them in conversation order, or `limit` drawn (with
     `seed`) in turn from each category so that every category is equally represented while
     it has questions left."""
     rubrics = beam_rubrics(data, convs) if dataset == "beam" else {}
     found = []
     for conv in convs:
         for index, q in enumerate(conv.questions):
-            if dataset == "beam":
-                if q.category in BEAM_UNJUDGED or not rubrics.get((conv.sample_id, q.question)):
-                    continue
-            found.append(Item(conv, index, q, rubrics.get((conv.sample_id, q.question), ())))
+            rubric = rubrics.get((conv.sample_id, q.question), ())
+            if (dataset == "beam" and (q.category in BEAM_UNJUDGED or not rubric)) or \
+                    not (rubric or q.answer.strip()):
+                continue  # nothing to grade the answer against
+            found.append(Item(conv, index, q, rubric))
     if limit is None or limit >= len(found):
         return found
     if limit < 1:

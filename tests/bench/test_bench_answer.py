@@ -265,16 +265,16 @@ def test_the_command_grades_each_context_and_continues_a_killed_run(tmp_path, sc
     figures = json.loads((tmp_path / "f.json").read_text())
     assert list(figures) == ["memory", "passages", "full"]
     for row in figures.values():  # the dog question is answered from every context
-        assert row["questions"] == 3
-        assert row["score %"] == pytest.approx(100 / 3)
-        assert row["reader calls"] == 3
-        assert row["judge calls"] == 3
+        assert row["questions"] == 2
+        assert row["score %"] == 50.0
+        assert row["reader calls"] == 2
+        assert row["judge calls"] == 2
     assert figures["memory"]["context words/q"] <= 1000
     page = (tmp_path / "b.md").read_text()
     assert page.startswith("<!-- bench-answer:jsonl:begin -->")
     assert "| **memory** |" in page
     lines = (tmp_path / "r.jsonl").read_text().splitlines()
-    assert len(lines) == 1 + 9
+    assert len(lines) == 1 + 6
     # a kill during the last record: the rerun asks only for what is missing
     (tmp_path / "r.jsonl").write_text("\n".join(lines[:-2]) + "\n" + lines[-1][:30])
     calls = len(scripted.calls)
@@ -283,13 +283,13 @@ def test_the_command_grades_each_context_and_continues_a_killed_run(tmp_path, sc
     again = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert sorted(r["key"] for r in again[1:]) == sorted(json.loads(x)["key"]
                                                          for x in lines[1:])
-    assert "3 of 3 questions graded" in capsys.readouterr().out
+    assert "2 of 2 questions graded" in capsys.readouterr().out
     (tmp_path / "r.jsonl").write_text("\n".join(lines[:4]) + "\n")  # two questions' records
     calls = len(scripted.calls)
     assert _answer(tmp_path, "--window", "2000", "--report") == 0
     assert len(scripted.calls) == calls  # --report asks nothing
     assert json.loads((tmp_path / "f.json").read_text())["memory"]["questions"] == 1
-    assert "1 of 3 questions graded" in capsys.readouterr().out
+    assert "1 of 2 questions graded" in capsys.readouterr().out
 
 
 def test_a_rerun_with_other_settings_is_refused(tmp_path, scripted, capsys):
@@ -334,7 +334,7 @@ def test_real_local_model_answers_three_questions(tmp_path, capsys):
     assert code == 0
     records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()][1:]
     print(records)
-    assert len(records) == 3
+    assert len(records) == 2  # the third question has no gold answer to grade against
     assert all(r["answer"] and r["score"] is not None for r in records)
     dog = next(r for r in records if "dog" in r["question"])
     assert "biscuit" in dog["answer"].lower()
