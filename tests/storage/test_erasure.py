@@ -112,3 +112,21 @@ def test_statistics_sampled_before_the_upgrade_are_dropped_at_open(store_target,
         mem.delete(secret.id, user_id="u")
         analyze(store_target)
         assert statistics_holding(store_target, MARKERS[0]) == []
+
+
+@pytest.mark.backends
+def test_delete_takes_its_words_out_of_the_memory_it_superseded(store_target, embedder):
+    """Attack: delete a memory that superseded another, then read its text back from the
+    other's `changed_to`, which search quoted after "changed" (and the file kept)."""
+    with ReflectiveMemory.open(store_target, embedder=embedder) as mem:
+        [old] = mem.add("I live in Portland with my partner.", user_id="u",
+                        occurred_at="2024-05-01")
+        [new] = mem.add("We moved to Zqvorpalton in March.", user_id="u",
+                        occurred_at="2024-05-20")
+        assert mem.get(old.id, user_id="u").superseded_by == new.id  # there to be undone
+        mem.delete(new.id, user_id="u")
+        assert mem.get(old.id, user_id="u").validity() == {}
+        assert [h.memory.id for h in mem.search("where do I live", user_id="u").hits] == [old.id]
+        assert all("Zqvorpalton" not in h.text for h in mem.search("moved", user_id="u").hits)
+        if not store_target.startswith("postgresql://"):
+            assert holding(Path(store_target), "Zqvorpalton") == []

@@ -150,7 +150,26 @@ class MemoryBankSQL(IndexDataSQL):
             for table in ("memory_versions", "memory_vectors"):
                 db.run(f"DELETE FROM {table} WHERE memory_id = ? AND user_id = ?",
                        (memory_id, user_id))
+            self._unlink_changes(db, user_id, memory_id)
             self._bump(db, user_id, [memory_id])
+
+    def _unlink_changes(self, db: Tx, user_id: str, memory_id: str) -> None:
+        """Take a deleted memory out of the supersession fields of the memories it changed
+        or contradicted: what it changed one with (`changed_to`) is its own text, which
+        search would go on quoting. One it superseded is current again."""
+        for mid, validity in db.all("SELECT id, validity FROM memories WHERE user_id = ? AND "
+                                    "validity <> '{}'", (user_id,)):
+            fields = loads(validity)
+            if fields.get("superseded_by") == memory_id:
+                for key in ("valid_to", "superseded_by", "changed_part", "changed_to"):
+                    fields.pop(key, None)
+            for key in ("supersedes", "conflicts"):
+                kept = [i for i in fields.pop(key, ()) if i != memory_id]
+                if kept:
+                    fields[key] = kept
+            if fields != loads(validity):
+                db.run("UPDATE memories SET validity = ? WHERE id = ? AND user_id = ?",
+                       (dumps(fields), mid, user_id))
 
     def _merge(self, db: Tx, user_id: str, merge: MergeInto, now: str | None) -> tuple:
         """Update the target memory in place; return its new version row (vectors replaced)."""
