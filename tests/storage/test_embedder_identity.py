@@ -11,6 +11,7 @@ import pytest
 from rmm_core import ReflectiveMemory, Turn
 from rmm_core.errors import EmbedderMismatchError
 from rmm_core.models.embed import HashEmbedder
+from rmm_core.storage import open_store
 
 pytestmark = pytest.mark.backends
 
@@ -83,3 +84,17 @@ def test_two_openers_of_an_empty_store_with_other_models_cannot_both_write(store
     finally:
         first.close()
         second.close()
+
+
+def test_one_store_object_given_two_models_before_any_write_is_refused(store_target,
+                                                                       embedder):
+    """Attack: hand one empty store object to two memories with other models of the same
+    dimension before either writes: the second is refused at once, as on a store with
+    vectors, instead of taking over the record the first's writes would make."""
+    store = open_store(store_target)
+    first = ReflectiveMemory(store, embedder=HashEmbedder(384))
+    with pytest.raises(EmbedderMismatchError, match="built with the embedder hash-384"):
+        ReflectiveMemory(store, embedder=embedder)
+    first.add("Carol waters the ferns on Sundays.", user_id="u")
+    assert store.embedder().name == "hash-384"
+    first.close()

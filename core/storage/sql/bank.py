@@ -349,6 +349,9 @@ class MemoryBankSQL(IndexDataSQL):
 
     def expect_embedder(self, record: EmbedderRecord,
                         check: Callable[[EmbedderRecord], None]) -> None:
+        if self._expected_embedder is not None:  # one store object, one model
+            check(self._expected_embedder[0])
+            return
         self._expected_embedder = (record, check)
 
     def _claim_embedder(self, db: Tx) -> None:
