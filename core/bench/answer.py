@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInputError, LLMError, RMMError
+from ..errors import InvalidInputError, LLMError, MissingDependencyError, RMMError
 from ..models import prompts
 from ..models.embed import default_embedder
 from ..models.llm import MeteredLLM, as_llm
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidInputError("name the reader: --llm-url URL --llm-model NAME, "
                                     "--langchain MODULE:NAME or --local-llm")
         judge_llm = llm_from_args(args, role="judge", n_ctx=args.window, shared=reader)
-    except InvalidInputError as exc:
+    except (InvalidInputError, MissingDependencyError) as exc:
         print(f"rmm bench answer: {exc}", file=sys.stderr)
         return USAGE
     meter = MeteredLLM(as_llm(reader), timeout=args.timeout, workers=1)
@@ -122,6 +122,12 @@ def run(args: argparse.Namespace) -> int:
             evaluate(chosen, names, graders, results, args)
     except LLMError as exc:
         print(f"rmm bench answer: stopped, the LLM fails: {exc}", file=sys.stderr)
+        return REFUSED
+    except KeyboardInterrupt:
+        kept = f"in {args.results}; the same command continues" if args.results else \
+            "nowhere (no --results)"
+        print(f"rmm bench answer: interrupted; the graded answers are kept {kept}",
+              file=sys.stderr)
         return REFUSED
     except RMMError as exc:
         print(f"rmm bench answer: {exc}", file=sys.stderr)

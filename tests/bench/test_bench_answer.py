@@ -298,6 +298,22 @@ def test_a_rerun_with_other_settings_is_refused(tmp_path, scripted, capsys):
     assert "max_words" in capsys.readouterr().err
 
 
+def test_an_interrupted_run_keeps_what_it_graded(tmp_path, scripted, monkeypatch, capsys):
+    built = []
+
+    def build(self, conv, question):
+        if built:
+            raise KeyboardInterrupt
+        built.append(question)
+        return FullContext(window=2000, reserve=200).build(conv, question)
+
+    monkeypatch.setattr(PassagesContext, "build", build)
+    assert _answer(tmp_path, "--contexts", "passages") == REFUSED
+    assert "the same command continues" in capsys.readouterr().err
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    assert [json.loads(line)["question"] for line in lines[1:]] == built
+
+
 def test_bad_input_gives_a_clear_error(tmp_path, scripted, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"conversation": "a", "session": "s1"\n')
