@@ -32,6 +32,7 @@ from .exits import (
     CommandError,
 )
 from .handlers import HANDLERS
+from .transfer import MAX_IMPORT_BYTES
 
 __all__ = ["BAD_DATA", "COMMANDS", "EXIT_CODES", "NO_DATABASE", "NOT_REFLECTED", "OK", "REFUSED",
            "UNKNOWN_USER", "USAGE", "CommandError", "add_commands", "add_db_argument", "run"]
@@ -138,6 +139,9 @@ def add_commands(commands: Any) -> None:
             sub.add_argument("--out", default="-", help="file to write (default: stdout)")
         if name == "import":
             sub.add_argument("file", nargs="?", default="-", help="export file (- = stdin)")
+            sub.add_argument("--max-bytes", type=int, default=MAX_IMPORT_BYTES, metavar="N",
+                             help="refuse a file larger than this (default "
+                                  f"{MAX_IMPORT_BYTES:,}: 256 MiB)")
             sub.add_argument("--user", default=None,
                              help="import as this user id (default: the exported one)")
         if name == "mcp":

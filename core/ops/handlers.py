@@ -9,13 +9,14 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from ..errors import InvalidInputError, RMMError, StorageError
 from ..storage.base import Store
 from ..text import clip
 from .exits import BAD_DATA, NOT_REFLECTED, OK, REFUSED, UNKNOWN_USER, USAGE, CommandError
 from .progress import progress
+from .strict_json import loads
 from .transfer import export_records, import_records
 
 
@@ -149,7 +150,7 @@ def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
             out.write(json.dumps({"rank": hit.rank, "score": hit.score, "id": hit.memory.id,
                                   "refs": hit.refs, "text": hit.text}) + "\n")
         else:
-            out.write(f"{hit.rank + 1}. score {hit.score:.3f}  {hit.memory.id}  "
+            out.write(f"{hit.rank}. score {hit.score:.3f}  {hit.memory.id}  "
                       f"refs {', '.join(hit.refs)}\n   {clip(hit.text, 300)}\n")
     if not result.hits and not args.json:
         out.write("no hits\n")
@@ -204,6 +205,8 @@ def _setting(text: str) -> tuple[str, Any]:
         return field, json.loads(value)
     except json.JSONDecodeError:
         return field, value
+    except RecursionError as exc:
+        raise CommandError(f"--set {field}: the value nests too deeply", USAGE) from exc
 
 
 def _export(store: Store, args: argparse.Namespace, out: TextIO) -> int:
@@ -223,18 +226,22 @@ def _export(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _import(store: Store, args: argparse.Namespace, out: TextIO) -> int:
+    if args.max_bytes < 1:
+        raise CommandError("--max-bytes must be at least 1", USAGE)
     try:
         if args.file == "-":
-            summary = import_records(store, _records(sys.stdin), user_id=args.user)
+            summary = import_records(store, _records(sys.stdin.buffer, args.max_bytes),
+                                     user_id=args.user)
         else:
-            with open(args.file, encoding="utf-8") as f:
-                summary = import_records(store, _records(f), user_id=args.user)
+            with open(args.file, "rb") as f:
+                summary = import_records(store, _records(f, args.max_bytes), user_id=args.user)
     except OSError as exc:
         raise CommandError(f"cannot read {args.file}: {exc}", BAD_DATA) from exc
     except (InvalidInputError, StorageError) as exc:
         raise CommandError(f"nothing imported: {exc}", BAD_DATA) from exc
     out.write(f"imported {summary['user_id']}: {summary['sessions']} sessions, "
-              f"{summary['turns']} turns, {summary['memories']} memories\n")
+              f"{summary['turns']} turns, {summary['memories']} memories"
+              f"{' (with new memory ids)' if summary['new_ids'] else ''}\n")
     return OK
 
 
@@ -294,13 +301,23 @@ HANDLERS: dict[str, Callable[[Store, argparse.Namespace, TextIO], int]] = {
 }
 
 
-def _records(lines: TextIO) -> Iterator[dict[str, Any]]:
-    for number, line in enumerate(progress(lines, desc="reading", unit="line"), start=1):
+def _records(file: BinaryIO, max_bytes: int) -> Iterator[dict[str, Any]]:
+    """The JSON objects of an export's lines, each parsed strictly (UTF-8, no NaN, bounded
+    depth); `InvalidInputError` past `max_bytes` in all, before reading further."""
+    size = 0
+    lines = iter(lambda: file.readline(max_bytes - size + 1), b"")
+    for number, raw in enumerate(progress(lines, desc="reading", unit="line"), start=1):
+        size += len(raw)
+        if size > max_bytes:
+            raise InvalidInputError(f"the file is over {max_bytes:,} bytes, the most "
+                                    "`rmm import` reads (--max-bytes)")
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"line {number} is not UTF-8 text (byte {exc.start + 1})"
+                                    ) from exc
         if line.strip():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"line {number} is not JSON: {exc}") from exc
+            record = loads(line, f"line {number}")
             if not isinstance(record, dict):
                 raise InvalidInputError(f"line {number} is not a JSON object")
             yield record

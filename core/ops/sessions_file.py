@@ -10,7 +10,6 @@ or one message a line. A session is `{"turns": [...], "session_id"?, "started_at
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from ..types import Turn
+from .strict_json import loads
 
 SESSION_FIELDS = frozenset({"turns", "session_id", "started_at", "metadata"})
 
@@ -30,11 +30,18 @@ def sample_path() -> Path:
 def read_sessions(path: str | Path) -> list[dict[str, Any]]:
     """The sessions of a JSON or JSON Lines file, checked; `InvalidInputError` names what is
     wrong and where."""
-    text = Path(path).read_text(encoding="utf-8")
+    raw = Path(path).read_bytes()
     try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError:
-        data = [_line(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"the file is not UTF-8 text (byte {exc.start + 1})") from exc
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    try:
+        data: Any = loads(text, "the file")
+    except InvalidInputError:
+        if len(lines) < 2:  # not JSON Lines either: the whole file's error says most
+            raise
+        data = [loads(line, f"line {n}") for n, line in lines]
     if isinstance(data, Mapping):
         if "sessions" not in data:
             raise InvalidInputError("a JSON object needs a 'sessions' list")
@@ -46,13 +53,6 @@ def read_sessions(path: str | Path) -> list[dict[str, Any]]:
     if any(isinstance(item, Mapping) and "turns" in item for item in data):
         raise InvalidInputError("mixes sessions (with 'turns') and single messages")
     return [_session(1, {"turns": data})]
-
-
-def _line(number: int, line: str) -> Any:
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"line {number} is not JSON: {exc.msg}") from exc
 
 
 def _session(number: int, item: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,13 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, StorageError
 from ..metadata import check_metadata
 from ..storage.base import NewMemory, SessionState, Store
 from ..types import Memory, MemoryVersion, Turn, check_id, from_iso, iso, new_memory_id
 
 FORMAT = "rmm-export"
 VERSION = 1
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+"""Default of `rmm import --max-bytes`: the largest export file read (held in memory whole
+while it is checked)."""
 STATUSES = ("open", "ended", "done")
 """The states a session can be in (`SessionState.status`)."""
 
@@ -61,7 +64,8 @@ def import_records(store: Store, records: Iterable[dict[str, Any]], *,
     """Restore exported records into `store` (as `user_id`, else the exported user).
 
     Under a new user id the memories get new ids (and A-MEM links follow them), so a user
-    can be copied within one store. Everything is checked before anything is written:
+    can be copied within one store; so do they when an id is in use in the store already
+    (by anyone: which one is not told). Everything is checked before anything is written:
     records that are not a complete, consistent export (a turn of a session the file lacks,
     a repeated id, vectors that are not finite or not of the store's dimension) raise
     `InvalidInputError`, as does a target user that already has data.
@@ -80,9 +84,19 @@ def import_records(store: Store, records: Iterable[dict[str, Any]], *,
         raise InvalidInputError(f"a session or memory record is malformed: {exc!r}") from exc
     _check_turns(states, turns)
     _check_vectors(restored, store.vector_dim())
-    store.restore(target, states, turns, restored)
+    try:
+        store.restore(target, states, turns, restored)
+        fresh = target != source
+    except StorageError:
+        if target != source or not memories:
+            raise
+        # memory ids are unique across users, and the store does not say whose one is taken
+        # (nor should it to an importer): try once more with new ids, as a copy gets
+        renamed = {m["id"]: new_memory_id() for m in memories}
+        store.restore(target, states, turns, [_memory(m, target, renamed) for m in memories])
+        fresh = True
     return {"user_id": target, "sessions": len(states), "turns": len(turns),
-            "memories": len(restored)}
+            "memories": len(restored), "new_ids": fresh and bool(memories)}
 
 
 def _read(records: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], list, list, list]:
