@@ -13,6 +13,11 @@ from ..ops.exits import OK, USAGE, CommandError
 from ..storage.base import Store
 
 DEFAULT_PORT = 8765
+FORGET_SCOPED = ("--allow-forget cannot go with --agent-id or --run-id: `forget` erases every "
+                 "agent's and run's memories of the user")
+MAX_CALL_CHARS = 50_000
+"""Default of `--max-call-chars`: the most text one `add` or `update` may write (a fact, or a
+conversation's messages together), so that one call is a few seconds' work."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "required with --http)")
     parser.add_argument("--tokens-file", action="append", default=[], metavar="FILE",
                         help="a file of TOKEN=USER[,USER] lines (keeps tokens out of `ps`)")
+    parser.add_argument("--max-call-chars", type=int, default=MAX_CALL_CHARS, metavar="N",
+                        help="the most characters of text one add or update may write "
+                             f"(default {MAX_CALL_CHARS:,}: a few seconds of work a call)")
     parser.add_argument("--embedding-model", default=None, metavar="NAME_OR_PATH",
                         help="the model the memory is built with (default: the packaged "
                              "int8 MiniLM, as in MemoryConfig)")
@@ -62,6 +70,11 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         check_bind(access, http=args.http, host=args.host)
         if not 0 <= args.port <= 65535:
             raise InvalidInputError(f"--port must be 0-65535, got {args.port}")
+        if args.allow_forget and scope:
+            raise InvalidInputError(FORGET_SCOPED)
+        if args.max_call_chars < 1:
+            raise InvalidInputError(f"--max-call-chars must be at least 1, got "
+                                    f"{args.max_call_chars}")
         from .sdk import load
 
         load()  # fail on a missing extra before loading the model
@@ -75,7 +88,7 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
     try:
         server, sdk = build(memory, access, http=args.http, host=args.host, port=args.port,
-                            allow_forget=args.allow_forget)
+                            allow_forget=args.allow_forget, max_chars=args.max_call_chars)
         where = f"http://{args.host}:{args.port}/mcp" if args.http else "stdio"
         print(f"rmm mcp: serving on {where}", file=sys.stderr, flush=True)
         try:

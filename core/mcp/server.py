@@ -12,7 +12,8 @@ from ..hosts import is_loopback, served_hosts
 from ..memory import ReflectiveMemory
 from .access import Access, HostCheck
 from .sdk import SDK, load
-from .tools import register
+from .tools import MAX_CALL_CHARS, register
+from .transport import StrictBody, run_stdio, set_version
 
 INSTRUCTIONS = (
     "Long-term memory of the user across conversations. Call `search` before answering "
@@ -47,7 +48,7 @@ def check_bind(access: Access, *, http: bool, host: str) -> None:
 
 def build(memory: ReflectiveMemory, access: Access, *, http: bool = False,
           host: str = "127.0.0.1", port: int = 8765, allow_forget: bool = False,
-          log_level: str = "WARNING") -> tuple[Any, SDK]:
+          log_level: str = "WARNING", max_chars: int = MAX_CALL_CHARS) -> tuple[Any, SDK]:
     """The server with its tools. Over HTTP it needs tokens (`access.tokens`): a server
     reachable from the network without one is refused with `InvalidInputError`."""
     check_bind(access, http=http, host=host)
@@ -64,7 +65,8 @@ def build(memory: ReflectiveMemory, access: Access, *, http: bool = False,
         if sdk.major == 1:  # mcp 2 takes these when it starts serving
             options.update(host=host, port=port, json_response=True)
     server = sdk.server("reflective-memory", **options)
-    register(server, sdk, memory, access, allow_forget=allow_forget)
+    set_version(server)
+    register(server, sdk, memory, access, allow_forget=allow_forget, max_chars=max_chars)
     return server, sdk
 
 
@@ -72,7 +74,7 @@ async def serve(server: Any, sdk: SDK, *, http: bool = False, host: str = "127.0
                 port: int = 8765) -> None:
     """Serve until the client closes stdin (stdio) or the process is stopped (HTTP)."""
     if not http:
-        await server.run_stdio_async()
+        await run_stdio(server)
         return
     import uvicorn
 
@@ -90,7 +92,7 @@ def http_app(server: Any, sdk: SDK, *, host: str = "127.0.0.1", port: int = 8765
     and the loopback names with `port` are served (the SDK's own check knows fewer binds)."""
     app = server.streamable_http_app() if sdk.major == 1 else \
         server.streamable_http_app(json_response=True, host=host)
-    return HostCheck(app, served_hosts(host, port))
+    return HostCheck(StrictBody(app), served_hosts(host, port))
 
 
 def loop_options() -> dict[str, Any]:

@@ -1,23 +1,35 @@
 """The memory's MCP tools: add, search, get, update, delete, history, profile and (when the
 server allows it) forget. Each resolves the user it acts for through `Access`, runs the
 `ReflectiveMemory` call in a worker thread and answers with JSON; a library error becomes a
-tool error carrying its type and message, and the server goes on."""
+tool error carrying its type and message, and the server goes on. With an agent or run fixed,
+a memory outside it is as absent as another user's; a write is bounded in size."""
 
 # No `from __future__ import annotations`: the SDK finds the `Context` parameter by its
 # annotation, which must be the installed SDK's class itself.
 import inspect
 import json
-from collections.abc import Callable
+import secrets
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 from typing import Annotated, Any
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import InvalidInputError, RMMError
+from ..errors import InvalidInputError, NotFoundError, RMMError
 from ..memory import ReflectiveMemory
+from ..types import Memory, as_datetime
 from .access import Access
+from .command import FORGET_SCOPED, MAX_CALL_CHARS
 from .payload import memory_dict, result_dict, version_dict
 from .sdk import SDK
+
+MAX_MESSAGES = 100
+"""The most messages one conversation `add` may hold: fewer than `sessions.max_turns` (200),
+at which the library reflects a session as it is logged and `add` would not return those
+memories."""
+MAX_METADATA_CHARS = 10_000
+"""The most characters a call's metadata may take as JSON (it is copied onto each memory)."""
 
 UserId = Annotated[str | None, Field(
     description="whose memory; may be left out when the server or token serves one user")]
@@ -45,6 +57,45 @@ def as_turn(message: Message) -> dict[str, Any]:
             "timestamp": message.timestamp}
 
 
+def check_size(content: str | list[Message], metadata: Mapping[str, Any] | None,
+               max_chars: int) -> None:
+    """Refuse a write larger than the server takes in one call (`InvalidInputError`), before
+    anything is embedded or stored: a huge one would hold the server for minutes."""
+    if isinstance(content, list) and len(content) > MAX_MESSAGES:
+        raise InvalidInputError(f"a conversation has {len(content):,} messages; this server "
+                                f"takes at most {MAX_MESSAGES:,} in one call: split it")
+    chars = len(content) if isinstance(content, str) else \
+        sum(len(m.content) + len(m.speaker or m.role or "") for m in content)
+    if chars > max_chars:
+        raise InvalidInputError(f"the text has {chars:,} characters; this server takes at most "
+                                f"{max_chars:,} in one call (rmm mcp --max-call-chars): split "
+                                "it into several calls")
+    size = len(json.dumps(metadata, ensure_ascii=False, default=str)) if metadata else 0
+    if size > MAX_METADATA_CHARS:
+        raise InvalidInputError(f"metadata takes {size:,} characters as JSON; at most "
+                                f"{MAX_METADATA_CHARS:,}")
+
+
+def session_of(messages: list[dict[str, Any]], occurred_at: str | None) -> dict[str, Any]:
+    """A conversation's session: a readable id (`mcp-<date>-<random>`, so its turns' refs read
+    `mcp-2024-05-01-3f9a1c2b:1`) and its date: `occurred_at`, else the first message's
+    timestamp, else the time of the call, so that its memories are dated as the
+    library's are when a session has a start."""
+    started = as_datetime(occurred_at, "occurred_at")
+    if started is None:
+        stamps = [m["timestamp"] for m in messages if m.get("timestamp") is not None]
+        started = as_datetime(stamps[0], "turn timestamp") if stamps else \
+            datetime.now(timezone.utc)
+    return {"session_id": f"mcp-{started.date().isoformat()}-{secrets.token_hex(4)}",
+            "started_at": started}
+
+
+def in_scope(found: Memory, scope: Mapping[str, str]) -> bool:
+    """Whether a memory belongs to the agent and run the server is fixed to (`--agent-id`,
+    `--run-id`); with none fixed, every memory of the user does."""
+    return all(found.metadata.get(name) == value for name, value in scope.items())
+
+
 def answer(value: dict[str, Any]) -> str:
     """A tool's answer: compact JSON text. Plain text rather than MCP structured content,
     which the SDK's client validates against a schema on every call (it doubled the
@@ -64,9 +115,21 @@ def bearer_token(ctx: Any) -> str | None:
 
 
 def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
-             allow_forget: bool = False) -> list[str]:
-    """Add the tools to `server`; returns their names."""
+             allow_forget: bool = False, max_chars: int = MAX_CALL_CHARS) -> list[str]:
+    """Add the tools to `server`; returns their names. A call writes at most `max_chars`
+    characters of text."""
     Context = sdk.context  # noqa: N806 - the SDK's class, used as an annotation
+    scope = access.fixed_scope
+    if allow_forget and scope:
+        raise InvalidInputError(FORGET_SCOPED)
+
+    def scoped(memory_id: str, user: str) -> Memory:
+        """The user's memory, if it is in the server's agent and run scope: one outside it
+        is as absent as another user's (`NotFoundError`, the same message)."""
+        found = memory.get(memory_id, user_id=user)
+        if not in_scope(found, scope):
+            raise NotFoundError(f"no memory {memory_id!r} for this user")
+        return found
 
     async def run(ctx: Any, asked: str | None, call: Callable[[str], dict[str, Any]]) -> str:
         """`call` for the user the caller may act for, and its answer as JSON, both in a
@@ -89,10 +152,16 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
         session and reflected into memories now). Returns the memories added or merged; an
         earlier memory it changes (a move, a new date) is marked superseded."""
         def write(user: str) -> dict[str, Any]:
-            value = content if isinstance(content, str) else [as_turn(m) for m in content]
-            added = memory.add(value, user_id=user, metadata=metadata,
-                               agent_id=access.scope("agent_id", agent_id),
-                               run_id=access.scope("run_id", run_id), occurred_at=occurred_at)
+            check_size(content, metadata, max_chars)
+            scopes = {"agent_id": access.scope("agent_id", agent_id),
+                      "run_id": access.scope("run_id", run_id)}
+            if isinstance(content, str):
+                added = memory.add(content, user_id=user, metadata=metadata,
+                                   occurred_at=occurred_at, **scopes)
+            else:
+                turns = [as_turn(m) for m in content]
+                added = memory.add_session(turns, user_id=user, metadata=metadata,
+                                           **session_of(turns, occurred_at), **scopes)
             return {"added": [memory_dict(m) for m in added]}
 
         return await run(ctx, user_id, write)
@@ -122,18 +191,27 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
                   ) -> str:
         """One memory with its version history."""
         return await run(ctx, user_id, lambda user: memory_dict(
-            memory.get(memory_id, user_id=user), versions=True))
+            scoped(memory_id, user), versions=True))
 
     async def update(memory_id: MemoryId, text: str, ctx: Context, user_id: UserId = None,
                      metadata: dict[str, Any] | None = None) -> str:
         """Replace what a memory says (a new version; where it came from stays)."""
-        return await run(ctx, user_id, lambda user: memory_dict(memory.update(
-            memory_id, text, user_id=user, metadata=metadata), versions=True))
+        def rewrite(user: str) -> dict[str, Any]:
+            check_size(text, metadata, max_chars)
+            scoped(memory_id, user)
+            if isinstance(metadata, Mapping):  # a memory cannot be moved out of the scope
+                for name in scope.keys() & metadata.keys():
+                    access.scope(name, metadata[name])
+            return memory_dict(memory.update(memory_id, text, user_id=user, metadata=metadata),
+                               versions=True)
+
+        return await run(ctx, user_id, rewrite)
 
     async def delete(memory_id: MemoryId, ctx: Context, user_id: UserId = None
                      ) -> str:
         """Delete a memory and its versions (gone from search at once)."""
         def remove(user: str) -> dict[str, Any]:
+            scoped(memory_id, user)
             memory.delete(memory_id, user_id=user)
             return {"deleted": memory_id}
 
@@ -144,7 +222,7 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
         """A memory's versions, oldest first: created, merged into, updated."""
         return await run(ctx, user_id, lambda user: {
             "memory_id": memory_id,
-            "versions": [version_dict(v) for v in memory.history(memory_id, user_id=user)]})
+            "versions": [version_dict(v) for v in scoped(memory_id, user).versions]})
 
     async def profile(ctx: Context, user_id: UserId = None) -> str:
         """The user's working context (core memory blocks, the summary of earlier messages,
@@ -158,7 +236,8 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
                     "messages": [{"speaker": t.speaker, "text": t.text}
                                  for t in working.messages],
                     "context": working.render(),
-                    "memories": memory.store.counts(user)["memories"]}
+                    "memories": sum(in_scope(m, scope) for m in memory.memories(user_id=user))
+                    if scope else memory.store.counts(user)["memories"]}
 
         return await run(ctx, user_id, read)
 
