@@ -28,6 +28,9 @@ MAX_MESSAGES = 100
 """The most messages one conversation `add` may hold: fewer than `sessions.max_turns` (200),
 at which the library reflects a session as it is logged and `add` would not return those
 memories."""
+MAX_FILTER_VALUES = 100
+"""The most values a search's `filters` may list in all (each is compared with every
+candidate's metadata)."""
 MAX_METADATA_CHARS = 10_000
 """The most characters a call's metadata may take as JSON (it is copied onto each memory)."""
 
@@ -74,6 +77,16 @@ def check_size(content: str | list[Message], metadata: Mapping[str, Any] | None,
     if size > MAX_METADATA_CHARS:
         raise InvalidInputError(f"metadata takes {size:,} characters as JSON; at most "
                                 f"{MAX_METADATA_CHARS:,}")
+
+
+def check_filters_size(filters: Mapping[str, Any] | None) -> None:
+    """Refuse filters listing more values than `MAX_FILTER_VALUES` (`InvalidInputError`)."""
+    if not isinstance(filters, Mapping):
+        return
+    values = sum(len(v) if isinstance(v, list) else 1 for v in filters.values())
+    if values > MAX_FILTER_VALUES:
+        raise InvalidInputError(f"filters list {values:,} values; at most "
+                                f"{MAX_FILTER_VALUES} in one search")
 
 
 def session_of(messages: list[dict[str, Any]], occurred_at: str | None) -> dict[str, Any]:
@@ -182,10 +195,14 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
         """Search the user's memories: the best hits first, each with its score in [0, 1],
         the turns it came from (refs), its sessions, dates and validity (a memory a later
         one superseded says so and comes after it)."""
-        return await run(ctx, user_id, lambda user: result_dict(memory.search(
-            query, user_id=user, k=k, filters=filters,
-            agent_id=access.scope("agent_id", agent_id), run_id=access.scope("run_id", run_id),
-            min_score=min_score, as_of=as_of)))
+        def find(user: str) -> dict[str, Any]:
+            check_filters_size(filters)
+            return result_dict(memory.search(
+                query, user_id=user, k=k, filters=filters,
+                agent_id=access.scope("agent_id", agent_id),
+                run_id=access.scope("run_id", run_id), min_score=min_score, as_of=as_of))
+
+        return await run(ctx, user_id, find)
 
     async def get(memory_id: MemoryId, ctx: Context, user_id: UserId = None
                   ) -> str:

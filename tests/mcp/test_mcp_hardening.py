@@ -152,6 +152,18 @@ async def test_an_oversized_add_or_update_is_refused_naming_the_limit(tmp_path):
         assert len(mem.get(m["id"], user_id="u").versions) == 1
 
 
+async def test_a_search_listing_a_million_filter_values_is_refused(tmp_path):
+    """The attack: `filters={"x": [0, 1, ..., 10**6]}` (under the 4 MiB cap) is compared with
+    every candidate holding `x`, one value at a time: minutes of CPU for one search."""
+    async with stdio_session(tmp_path / "m.sqlite", "--user", "u") as s:
+        await call(s, "add", content="The spare key is under the blue pot.",
+                   metadata={"x": 5})
+        message = await refused(s, "search", query="key", filters={"x": list(range(10**5))})
+        assert "InvalidInputError: filters list 100,000 values; at most 100" in message
+        found = await call(s, "search", query="key", filters={"x": list(range(100))})
+        assert len(found["hits"]) == 1
+
+
 def test_infinity_in_metadata_is_refused_not_stored_as_null(tmp_path):
     """The attack: `metadata {"k": Infinity}` (Python's json writes it) was stored as null,
     which the Python API refuses; now the message gets a parse error and nothing is
