@@ -20,12 +20,14 @@ T = TypeVar("T")
 
 
 def check_arguments(data: Mapping[str, Any], *, counts: Sequence[str] = ("k",),
-                    needs_user: bool = True, roles: Collection[str] | None = None) -> None:
+                    needs_user: bool = True, roles: Collection[str] | None = None,
+                    optional: Sequence[str] = ("max_words",)) -> None:
     """Check an adapter's arguments before pydantic sees them (it would wrap our typed
     errors): `memory` a `ReflectiveMemory`; `user_id` an id (unless `not needs_user`, and
     then checked only when given); `session_id` an id when given; each name in `counts`
-    a positive integer when given; `speakers`, when given, a mapping of message role
-    (one of `roles`, when given) to a speaker name. Raises `InvalidInputError`."""
+    a positive integer when given, each in `optional` one or None; `speakers`, when given,
+    a mapping of message role (one of `roles`, when given) to a speaker name. Raises
+    `InvalidInputError`."""
     from .memory import ReflectiveMemory
 
     memory = data.get("memory")
@@ -35,6 +37,9 @@ def check_arguments(data: Mapping[str, Any], *, counts: Sequence[str] = ("k",),
     check_id(data.get("session_id"), "session_id", optional=True)
     for name in counts:
         check_count(data.get(name, 1), name)
+    for name in optional:
+        if data.get(name) is not None:
+            check_count(data[name], name)
     if data.get("speakers") is not None:
         check_speakers(data["speakers"], roles)
 

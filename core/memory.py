@@ -247,21 +247,28 @@ class ReflectiveMemory:
         return self._ingest.reflect_pending(all_open=all_open, retry_failed=retry_failed)
 
     # read path ------------------------------------------------------------------------------
-    def search(self, query: str, *, user_id: str, k: int = 5,
+    def search(self, query: str, *, user_id: str, k: int | None = None,
+               max_words: int | None = None,
                follow_links: bool = False, explore: bool = False,
                filters: Mapping[str, Any] | None = None, agent_id: str | None = None,
                run_id: str | None = None, session_id: str | None = None,
                min_score: float | None = None,
                as_of: datetime | str | None = None, explain: bool = False) -> SearchResult:
-        """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best `k`.
+        """Retrieve top-K candidates (dense + BM25, fused), rerank, return the best hits.
+
+        One ranked list, cut three ways, each keeping a prefix (`rmm_core.read.ranked`):
+        `k` hits at most (default 5 without `max_words`, no limit with it), hits while
+        their texts fit in `max_words` words (strict: the first that does not fit ends the
+        list), and hits scoring at least `min_score`. `search(k=a)` is the head of
+        `search(k=b)`; hits come in non-increasing `score`.
 
         Turns not yet reflected are candidates too, as provisional hits (`search.immediate_recall`),
         except those of `session_id`: the caller's current conversation, which its context
         holds already. `filters` keep memories whose metadata has each key with that value
         (a list: any of them); `agent_id`/`run_id` are filters on those keys.
 
-        A hit's `score` is its relevance in [0, 1] (see `rmm_core.read.score`); `min_score` drops
-        the hits below it, so fewer than `k` (or none) may come back.
+        A hit's `score` is its relevance in [0, 1] capped by the scores above it (see
+        `rmm_core.read.score`); `rank` its place, from 1.
 
         `follow_links` (A-MEM, needs `notes.enabled=True`) puts each hit's linked memories right
         after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise, softmax
@@ -278,7 +285,8 @@ class ReflectiveMemory:
         """
         user_id = check_id(user_id, "user_id")
         query = check_query(query, self.config.search.max_query_chars)
-        k = check_count(k, "k")
+        k = check_count(k, "k") if k is not None else None if max_words is not None else 5
+        max_words = check_count(max_words, "max_words") if max_words is not None else None
         wanted = check_filters(filters, agent_id=agent_id, run_id=run_id)
         session_id = check_id(session_id, "session_id", optional=True)
         min_score = check_min_score(min_score)
@@ -286,7 +294,7 @@ class ReflectiveMemory:
         return self._search.search(query, user_id=user_id, k=k, wanted=wanted,
                                    session_id=session_id, follow_links=follow_links,
                                    explore=explore, min_score=min_score, as_of=as_of,
-                                   explain=bool(explain))
+                                   max_words=max_words, explain=bool(explain))
 
     def feedback(self, result: SearchResult, cited: Sequence[str]) -> None:
         """One REINFORCE step from the memories an answer cited (retrospective reflection).

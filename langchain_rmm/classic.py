@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field
 from rmm_core import Memory, Turn
 from rmm_core.adapter_guard import check_arguments
 from rmm_core.errors import InvalidInputError
+from rmm_core.read.ranked import CONTEXT_WORDS
 
 from .converters import ROLE_SPEAKERS, format_memories, messages_to_turns
 
@@ -44,7 +45,10 @@ class RMMMemory(BaseMemory):
     user_id: str = Field(description="Whose memories are read and written.")
     session_id: str = Field(default_factory=_new_session_id,
                             description="Session the exchanges are logged to.")
-    k: int = Field(default=5, description="Memories recalled per input.")
+    max_words: int | None = Field(
+        default=CONTEXT_WORDS, description="Words of memories recalled per input, strictly "
+                                           "(None: `k` memories whatever their size).")
+    k: int | None = Field(default=None, description="Most memories recalled per input.")
     history_turns: int = Field(default=10, description="Recent turns of this session shown.")
     memory_key: str = "history"
     input_key: str | None = None
@@ -57,7 +61,7 @@ class RMMMemory(BaseMemory):
         description="Message type ('human', 'ai') -> the speaker its turns are logged as.")
 
     def __init__(self, **data: Any) -> None:
-        check_arguments(data, counts=("k",))
+        check_arguments(data, counts=(), optional=("k", "max_words"))
         if not isinstance(data.get("history_turns", 0), int) or data.get("history_turns", 0) < 0:
             raise InvalidInputError(
                 f"history_turns must be a non-negative integer, got {data['history_turns']!r}")
@@ -70,7 +74,8 @@ class RMMMemory(BaseMemory):
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Memories recalled for the input, then the session's recent turns."""
         query = inputs.get(self.input_key or get_prompt_input_key(inputs, self.memory_variables))
-        hits = self.memory.search(str(query or ""), user_id=self.user_id, k=self.k)
+        hits = self.memory.search(str(query or ""), user_id=self.user_id, k=self.k,
+                                  max_words=self.max_words)
         user = self.speakers.get("human")
         recent = [HumanMessage(content=t.text) if t.speaker == user else AIMessage(content=t.text)
                   for t in self._recent_turns()]

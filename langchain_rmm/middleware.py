@@ -25,6 +25,7 @@ from typing_extensions import NotRequired
 from rmm_core import Memory, ReflectiveMemory, SearchResult
 from rmm_core.adapter_guard import check_arguments, guarded
 from rmm_core.learn.attribute import cited_in
+from rmm_core.read.ranked import CONTEXT_WORDS
 
 from .converters import (
     ROLE_SPEAKERS,
@@ -65,20 +66,26 @@ class RMMMiddleware(AgentMiddleware):
     without memory instead); any other failing memory call is logged and the agent goes on
     without memory, unless `strict=True`, which raises it.
 
+    Each call recalls the best memories that fit `budget` words (default `CONTEXT_WORDS`,
+    1,000 words, about 1,300 tokens), at most `k` of them when `k` is given; `budget=None`
+    with `k` recalls `k` memories whatever their size.
+
     `citations=True` asks the model to cite memories by number and feeds the citations of
     its final answer to the reranker (`memory.feedback`, RMM's retrospective reflection).
     """
 
     state_schema = RMMState
 
-    def __init__(self, memory: ReflectiveMemory | str, *, k: int = 5,
-                 user_key: str = "user_id", speakers: Mapping[str, str] = ROLE_SPEAKERS,
+    def __init__(self, memory: ReflectiveMemory | str, *, budget: int | None = CONTEXT_WORDS,
+                 k: int | None = None, user_key: str = "user_id",
+                 speakers: Mapping[str, str] = ROLE_SPEAKERS,
                  citations: bool = False, on_missing_user: str = "raise",
                  strict: bool = False) -> None:
         if isinstance(memory, str):  # a path or database URL: open it with the defaults
             memory = ReflectiveMemory.open(memory)
-        check_arguments({"memory": memory, "k": k, "speakers": speakers}, needs_user=False)
-        self.memory, self.k, self.user_key = memory, k, user_key
+        check_arguments({"memory": memory, "k": k, "max_words": budget, "speakers": speakers},
+                        counts=(), optional=("k", "max_words"), needs_user=False)
+        self.memory, self.k, self.budget, self.user_key = memory, k, budget, user_key
         self.speakers, self.citations, self.strict = dict(speakers), citations, strict
         self.on_missing_user = check_on_missing_user(on_missing_user)
 
@@ -132,7 +139,8 @@ class RMMMiddleware(AgentMiddleware):
             return None
         # the thread's own turns still waiting for reflection are in its messages already
         return self._guarded("recall failed", lambda: self.memory.search(
-            query, user_id=scope.user_id, k=self.k, agent_id=scope.agent_id,
+            query, user_id=scope.user_id, k=self.k, max_words=self.budget,
+            agent_id=scope.agent_id,
             run_id=scope.run_id, session_id=_thread_id()))
 
     def _with_memories(self, request: ModelRequest, recalled: SearchResult | None

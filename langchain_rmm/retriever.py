@@ -30,6 +30,9 @@ class RMMRetriever(BaseRetriever):
     memory: Any = Field(exclude=True, description="The rmm_core.ReflectiveMemory to search.")
     user_id: str = Field(description="Whose memories are searched.")
     k: int = Field(default=5, description="Memories returned per query.")
+    max_words: int | None = Field(
+        default=None, description="Return only the best memories whose texts fit in this "
+                                  "many words, strictly (None: no word budget).")
 
     def __init__(self, **data: Any) -> None:
         check_arguments(data)
@@ -39,7 +42,7 @@ class RMMRetriever(BaseRetriever):
                                 k: int | None = None, user_id: str | None = None
                                 ) -> list[Document]:
         hits = self.memory.search(query, user_id=user_id or self.user_id,
-                                  k=self.k if k is None else k)
+                                  k=self.k if k is None else k, max_words=self.max_words)
         return hits_to_documents(hits)
 
     async def _aget_relevant_documents(
@@ -47,6 +50,7 @@ class RMMRetriever(BaseRetriever):
         k: int | None = None, user_id: str | None = None,
     ) -> list[Document]:
         hits = await self.memory.asearch(query, user_id=user_id or self.user_id,
-                                         k=self.k if k is None else k)
+                                         k=self.k if k is None else k,
+                                         max_words=self.max_words)
         return hits_to_documents(hits)
 

@@ -12,6 +12,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 
 from rmm_core import Memory
 from rmm_core.adapter_guard import aguarded, check_arguments
+from rmm_core.read.ranked import CONTEXT_WORDS
 
 from .converters import ROLE_SPEAKERS, ROLES, hits_to_text, latest_user_text, messages_to_turns
 
@@ -31,7 +32,10 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
     name: str = Field(default="reflective_memory", description="The block's name (its tag).")
     memory: Any = Field(exclude=True, description="The rmm_core.ReflectiveMemory to use.")
     user_id: str = Field(description="Whose memories are read and written.")
-    k: int = Field(default=5, gt=0, description="Memories recalled per message.")
+    max_words: int | None = Field(
+        default=CONTEXT_WORDS, gt=0, description="Words of memories recalled per message, "
+                                                 "strictly (None: `k` memories).")
+    k: int | None = Field(default=None, gt=0, description="Most memories recalled per message.")
     session_id: str | None = Field(
         default=None, description="Session flushed turns go to; None = the Memory's session.")
     strict: bool = Field(default=False, description="Raise memory failures instead of "
@@ -43,13 +47,14 @@ class RMMMemoryBlock(BaseMemoryBlock[str]):
     _last_session: str | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
-        check_arguments(data, roles=ROLES)
+        check_arguments(data, roles=ROLES, counts=(), optional=("k", "max_words"))
         super().__init__(**data)
 
     async def _aget(self, messages: list[ChatMessage] | None = None,
                     **block_kwargs: Any) -> str:
         result = await aguarded(lambda: self.memory.asearch(
-            latest_user_text(messages or []), user_id=self.user_id, k=self.k),
+            latest_user_text(messages or []), user_id=self.user_id, k=self.k,
+            max_words=self.max_words),
             strict=self.strict, what="recall failed", logger=logger)
         return hits_to_text(list(result or []))
 

@@ -60,7 +60,8 @@ class RMMChatMemory(BaseMemory):
 
     memory: Any = Field(exclude=True, description="The rmm_core.ReflectiveMemory to use.")
     user_id: str = Field(description="Whose memories are read and written.")
-    k: int = Field(default=5, gt=0, description="Memories recalled per message.")
+    k: int | None = Field(default=None, gt=0, description="Most memories recalled per message "
+                                                          "(None: as many as fit the budget).")
     memory_token_ratio: float = Field(
         default=0.3, gt=0.0, lt=1.0,
         description="Share of the window's token_limit kept for the recalled memories.")
@@ -75,7 +76,7 @@ class RMMChatMemory(BaseMemory):
     _pending: bool = PrivateAttr(default=False)
 
     def __init__(self, **data: Any) -> None:
-        check_arguments(data, roles=ROLES)
+        check_arguments(data, roles=ROLES, counts=(), optional=("k", "max_words"))
         super().__init__(**data)
 
     @classmethod
@@ -85,7 +86,7 @@ class RMMChatMemory(BaseMemory):
     @classmethod
     def from_defaults(  # type: ignore[override]
         cls, memory: ReflectiveMemory | str, user_id: str, session_id: str | None = None,
-        token_limit: int | None = None, k: int = 5,
+        token_limit: int | None = None, k: int | None = None,
         chat_history: list[ChatMessage] | None = None, llm: LLM | None = None,
         tokenizer_fn: Any = None, async_database_uri: str | None = None,
         table_name: str = "llama_index_memory", memory_token_ratio: float = 0.3,
@@ -95,7 +96,9 @@ class RMMChatMemory(BaseMemory):
         The window lives in `async_database_uri` (for example
         `"sqlite+aiosqlite:///chat.sqlite"`), by default in the memory's own SQLite file when
         `memory` is a file path, else in process memory (gone after a restart).
-        `token_limit` defaults to 75% of the `llm`'s context window (or 3000 tokens);
+        `token_limit` defaults to 75% of the `llm`'s context window (or 3000 tokens), of
+        which `memory_token_ratio` is for recalled memories: the best that fit, in rank
+        order (at most `k` when given);
         `speakers` names the turns each message role is logged as (e.g.
         `{"user": "Ann", "assistant": "Sage"}`)."""
         if kwargs:
@@ -146,8 +149,10 @@ class RMMChatMemory(BaseMemory):
         recalled, used = None, 0
         if query:
             # the chat's own turns still waiting for reflection are in the window already
+            # a word is at least one token: the budget in words draws every hit that can fit
             result = await self._guarded("recall failed", lambda: self.memory.asearch(
-                query, user_id=self.user_id, k=self.k, session_id=self.session_id))
+                query, user_id=self.user_id, k=self.k, max_words=self._budget(),
+                session_id=self.session_id))
             recalled, used = self._fit(list(result or []))
         history = self._tail(history, self.token_limit - initial_token_count - used)
         return [recalled, *history] if recalled is not None else history
@@ -158,9 +163,13 @@ class RMMChatMemory(BaseMemory):
     def _count(self, message: ChatMessage) -> int:
         return len(self.tokenizer_fn(message_text(message)))
 
+    def _budget(self) -> int:
+        """Tokens of the window kept for recalled memories."""
+        return max(1, int(self.token_limit * self.memory_token_ratio))
+
     def _fit(self, hits: list[MemoryHit]) -> tuple[ChatMessage | None, int]:
         """The recalled message with the best hits that fit the memory budget, and its size."""
-        budget = int(self.token_limit * self.memory_token_ratio)
+        budget = self._budget()
         while hits:
             message = hits_to_message(hits)
             if message is not None and self._count(message) <= budget:

@@ -280,4 +280,4 @@ def test_a_memory_gone_since_the_index_snapshot_drops_out_of_search(open_memory,
     before = {c.memory.id: c.score for c in full.candidates}
     assert res.candidates
     assert all(c.score == before[c.memory.id] for c in res.candidates)
-    assert [c.rank for c in res.candidates] == list(range(len(res.candidates)))
+    assert [c.rank for c in res.candidates] == list(range(1, len(res.candidates) + 1))

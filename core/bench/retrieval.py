@@ -1,5 +1,7 @@
 """`rmm bench retrieval` (alias `locomo`): the product's retrieval against fixed-unit
-baselines on any dataset of the loader registry, one run."""
+baselines on any dataset of the loader registry, one run. The product's figures come from
+the calls a caller makes: R_any@k and Rtok@B from `search(max_words=4000)`, whose head is
+what `search(k=...)` and every smaller budget return (checked for k=5 on every question)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from ..write.units import passages
 from .baselines import RETRIEVERS, UNITS, FixedUnits, build_units
 from .datasets import CATEGORY_LABELS, LOADERS, load_args
 from .dates import calendar_date, date_in_context
-from .metrics import BUDGETS, RankedUnit, fitting
+from .metrics import BUDGETS, RankedUnit
 from .records import Conversation, ingest
 from .report import (
     PRODUCT,
@@ -41,8 +43,8 @@ from .tally import Tally
 PACE_WORDS = 20_000
 """Words of passages the embedder encodes alone, for the ingest/embedder ratio."""
 
-DEPTH = 100
-"""Hits asked of `search` per question at first; deeper when they do not fill every budget."""
+PREFIX = "k=5 is the head"
+"""The share of questions whose `search(k=5)` is the head of the budgeted call's list."""
 HIT_DEPTH = 10
 """Words per hit are counted over each question's top hits, as many as R_any@10 looks at."""
 EVENT_DATE = "event date@1000"
@@ -129,7 +131,9 @@ def summary(dataset: str, convs: list[Conversation], product: dict[str, Any]) ->
         f"{product['ingest words/s']:.0f} words/s (the embedder alone on passages of the same "
         f"turns, this run: {product['embedder words/s']:.0f} words/s, ratio "
         f"{product['ingest words/s'] / product['embedder words/s']:.2f}); search (k=5) p50 "
-        f"{product['search p50 ms']:.1f} ms, p95 {product['search p95 ms']:.1f} ms.")
+        f"{product['search p50 ms']:.1f} ms, p95 {product['search p95 ms']:.1f} ms; "
+        f"`search(k=5)` is the head of the budgeted call's list for {product[PREFIX]:.1f} % "
+        f"of the questions.")
     return lines
 
 
@@ -151,6 +155,7 @@ def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dic
     tally, dated = Tally(), []
     ingest_s, n_turns, n_words, latencies, unit_words = 0.0, 0, 0, [], []
     hit_words: list[int] = []
+    prefix: list[bool] = []
     with tempfile.TemporaryDirectory() as tmp:
         mem = ReflectiveMemory.open(str(Path(tmp) / "bench.sqlite"), embedder=embedder,
                                     progress=False, **settings)
@@ -163,9 +168,10 @@ def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dic
             for q in progress(conv.questions, desc=f"{conv.sample_id} questions",
                               unit="question"):
                 t0 = time.perf_counter()
-                mem.search(q.question, user_id=conv.sample_id, k=5)
+                head = mem.search(q.question, user_id=conv.sample_id, k=5)
                 latencies.append(time.perf_counter() - t0)
                 ranked = rank_product(mem, conv.sample_id, q.question)
+                prefix.append([(h.text, h.refs) for h in head] == ranked[:len(head)])
                 hit_words += [len(text.split()) for text, _ in ranked[:HIT_DEPTH]]
                 tally.add(ranked, q)
                 day = calendar_date(q.answer)
@@ -177,6 +183,7 @@ def evaluate_product(convs: list[Conversation], settings: dict[str, Any]) -> dic
             **sizes(hit_words, unit_words),
             EVENT_DATE: 100 * float(np.mean(dated)) if dated else float("nan"),
             "date questions": len(dated),
+            PREFIX: 100 * float(np.mean(prefix)) if prefix else float("nan"),
             "ingest s": ingest_s,
             "ingest turns/s": n_turns / ingest_s,
             "ingest words/s": n_words / ingest_s,
@@ -225,22 +232,11 @@ def sizes(hit_words: list[int], unit_words: list[int]) -> dict[str, float]:
             "words/unit": float(np.mean(unit_words))}
 
 
-def rank_product(mem: ReflectiveMemory, user_id: str, question: str,
-                 depth: int = DEPTH) -> list[RankedUnit]:
-    """The memory's own `search` ranking of one question, as the metrics measure it: the
-    first `depth` hits as `search(k=depth)` orders them, extended by deeper searches (their
-    hits not yet listed, in their order) until the largest budget's list ends inside it or
-    every memory is listed. The head does not depend on how short the hits are."""
-    hits = mem.search(question, user_id=user_id, k=depth)
-    ranked = [(h.text, h.refs) for h in hits]
-    listed = {h.memory.id for h in hits}
-    while len(hits) == depth and fitting(ranked, max(BUDGETS))[0] == len(ranked):
-        depth *= 4
-        hits = mem.search(question, user_id=user_id, k=depth)
-        deeper = [h for h in hits if h.memory.id not in listed]
-        ranked += [(h.text, h.refs) for h in deeper]
-        listed.update(h.memory.id for h in deeper)
-    return ranked
+def rank_product(mem: ReflectiveMemory, user_id: str, question: str) -> list[RankedUnit]:
+    """The memory's ranking of one question as a caller gets it: `search` with the largest
+    budget (`max_words`), whose head every smaller budget and `k` returns."""
+    hits = mem.search(question, user_id=user_id, max_words=max(BUDGETS))
+    return [(h.text, h.refs) for h in hits]
 
 
 def rank_units(units: FixedUnits, conv: Conversation, embedder: Embedder,

@@ -6,11 +6,13 @@ The first WHOLE hits stay whole (the context around the best evidence). Every la
 keeps, of a memory that holds several speakers' turns, only the turns of the speakers the
 question names ("What has Melanie painted?": Melanie's own words); and when it is still
 longer than EXCERPT_WORDS, only its sentences sharing most of the question's words (ties
-broken by how close their turn is to the question), in their order. A question that asks
-for a list, a count, an order or a summary (`gathers`) is served by gathering: the later
-hits are cut to GATHER_WORDS instead, so that many distinct hits fit. So is a question that
-asks for a judgement ("Would Ana enjoy a cooking class?"): no one turn says its answer. A
-hit's `refs` then name only the turns it still carries words of.
+broken by how close their turn is to the question), in their order. A hit none of whose
+sentences shares a word with the question (asked in other words, or in another language
+than the stemmer's) stays whole: words cannot tell which of its sentences bears on it.
+A question that asks for a list, a count, an order or a summary (`gathers`) is served by
+gathering: the later hits are cut to GATHER_WORDS instead, so that many distinct hits fit.
+So is a question that asks for a judgement ("Would Ana enjoy a cooking class?"): no one
+turn says its answer. A hit's `refs` then name only the turns it still carries words of.
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ JUDGING = re.compile(r"\b(?:would|might|could|likely|probably)\b", re.IGNORECASE
 would enjoy, might do next, is likely to be, or what you would suggest. No one turn says
 the answer; it is weighed from many things the person said, so it gathers too."""
 
-_SENTENCE = re.compile(r"(?<=[.!?;:])\s+|\s*\n\s*")
-"""Where a sentence (or clause) ends: after its punctuation, or at a line break."""
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*")
+"""Where a sentence (or clause) ends: after its punctuation, or at a line break (not after
+a colon: what follows "Quick question:" is what it introduces)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,22 +68,26 @@ class _Part:
 
 
 def excerpts(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
-             rows: Mapping[str, np.ndarray], stemmer: Callable | None = None
-             ) -> list[MemoryHit]:
+             rows: Mapping[str, np.ndarray], stemmer: Callable | None = None, *,
+             speakers: set[str] | None = None) -> list[MemoryHit]:
     """`hits` in the same order, those after the first WHOLE cut to what bears on `query`
     (to GATHER_WORDS when it `gathers`, else EXCERPT_WORDS; `rows`: memory id -> its
-    vector rows, its own then its turns', where known)."""
+    vector rows, its own then its turns', where known). The query names speakers among
+    `speakers` (default: the later hits'), so that a longer list cuts its head alike."""
     if len(hits) <= WHOLE:
         return list(hits)
     words = GATHER_WORDS if gathers(query) else EXCERPT_WORDS
-    names = _named(query, {s for h in hits[WHOLE:] for s in h.memory.speakers})
+    if speakers is None:
+        speakers = {s for h in hits[WHOLE:] for s in h.memory.speakers}
+    names = _named(query, speakers)
     cut = {i: parts for i, h in enumerate(hits) if i >= WHOLE
            if (parts := _parts(h, names, query_vec, rows.get(h.memory.id))) is not None}
     sentences = [s for parts in cut.values() for p in parts for s in p.sentences]
     tokens = iter(tokenize([query, *sentences], stemmer, QUESTION_WORDS))
     asked = set(next(tokens))
     shared = {s: len(asked.intersection(t)) for s, t in zip(sentences, tokens)}
-    return [_excerpt(h, cut[i], shared, words) if i in cut else h
+    return [_excerpt(h, cut[i], shared, words)
+            if i in cut and any(shared[s] for p in cut[i] for s in p.sentences) else h
             for i, h in enumerate(hits)]
 
 

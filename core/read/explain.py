@@ -39,7 +39,7 @@ class Row:
     memory_id: str
     text: str
     retrieval_rank: int
-    """Its place among the candidates by fused retrieval score (0 = best)."""
+    """Its place among the candidates by fused retrieval score (1 = best)."""
     signals: dict[str, float | None]
     """Raw signals: `bm25` (None: scored outside the bank's index), `dense` (cosine to its own
     vector), `turn` (best cosine among its turns' vectors), `fused` (retrieval score)."""
@@ -51,8 +51,9 @@ class Row:
     rerank_score: float | None
     """The reranker's score (None: no reranker ran)."""
     rerank_rank: int | None
+    """Its place in the reranked window, from 1 (None: deeper than the window)."""
     final_rank: int | None
-    """Its place in the returned hits (None: not returned)."""
+    """Its place in the returned hits, from 1 (None: not returned)."""
     relevance: float
     words: int
     provisional: bool
@@ -109,17 +110,18 @@ def explain(result: SearchResult, *, indexes: IndexCache | None, weights: Fusion
     parts, bm25 = _retrieval_parts(result, indexes, weights, query_vec, wanted, top, turn)
     rerank, named = _rerank_parts(result, reranker, ranking, len(query_vec))
     order = list(ranking.order) if ranking is not None else list(range(len(candidates)))
-    rerank_rank = {i: n for n, i in enumerate(order)}
+    rerank_rank = {i: n for n, i in enumerate(order, 1)}
     final = {h.memory.id: h.rank for h in result.hits}
     rows = []
     for i, c in enumerate(candidates):
         mid = c.memory.id
         rows.append(Row(
-            memory_id=mid, text=c.text, retrieval_rank=i,
+            memory_id=mid, text=c.text, retrieval_rank=i + 1,
             signals={"bm25": bm25.get(mid), "dense": float(dense[i]), "turn": float(turn[i]),
                      "fused": float(c.retrieval if c.retrieval is not None else c.score)},
-            retrieval=parts.get(mid, {}), rerank=rerank[i] if rerank else {},
-            rerank_score=float(ranking.scores[i]) if ranking is not None else None,
+            retrieval=parts.get(mid, {}), rerank=rerank[i] if i < len(rerank) else {},
+            rerank_score=float(ranking.scores[i])
+            if ranking is not None and i < len(ranking.scores) else None,
             rerank_rank=rerank_rank.get(i), final_rank=final.get(mid), relevance=c.score,
             words=count_words(c.text), provisional=mid.startswith(PREFIX)
             or bool(c.memory.attrs.get("provisional"))))
@@ -222,14 +224,14 @@ def _rerank_parts(result: SearchResult, reranker: Any, ranking: Any, dim: int
 def _moves(memory_id: str, steps: Sequence[tuple[str, list[str]]]
            ) -> list[tuple[str, int | None, int | None]]:
     """The read steps that changed the memory's place among the hits, with its places."""
-    places = [(name, order.index(memory_id) if memory_id in order else None)
+    places = [(name, order.index(memory_id) + 1 if memory_id in order else None)
               for name, order in steps]
     return [(name, before, after) for (_, before), (name, after) in zip(places, places[1:])
             if before != after]
 
 
 def _linked(hit: MemoryHit) -> Row:
-    return Row(hit.memory.id, hit.text, -1, {"bm25": None, "dense": None, "turn": None,
+    return Row(hit.memory.id, hit.text, 0, {"bm25": None, "dense": None, "turn": None,
                                             "fused": None}, {}, {}, None, None, hit.rank,
                hit.score, count_words(hit.text), False)
 
@@ -246,14 +248,14 @@ def format_explanation(explanation: Explanation, *, width: int = 60) -> str:
              f"{'fused':>6} {'rerank':>7} {'words':>5}  text"]
     cut = explanation.cut()
     for row in explanation.rows:
-        if row.final_rank is not None and row.final_rank == cut and cut < len(explanation.hits):
+        if row.final_rank == cut + 1 and cut < len(explanation.hits):
             lines.append(f"  ---- {explanation.budget} words: the hits below do not fit ----")
         s = row.signals
         flat = " ".join(row.text.split())
         text = ("[provisional] " if row.provisional else "") + flat[:width]
         lines.append(
             f"{_place(row.final_rank):>5} {_place(row.rerank_rank):>6} "
-            f"{_place(row.retrieval_rank if row.retrieval_rank >= 0 else None):>4} "
+            f"{_place(row.retrieval_rank or None):>4} "
             f"{num(s['bm25']):>6} {num(s['dense']):>6} {num(s['turn']):>6} {num(s['fused']):>6} "
             f"{num(row.rerank_score):>7} {row.words:>5}  {text}")
         top = sorted(((v, k) for k, v in row.rerank.items() if k != "retrieval_z" and v),
@@ -272,4 +274,4 @@ def moves_text(moved: Sequence[tuple[str, int | None, int | None]]) -> str:
 
 
 def _place(rank: int | None) -> str:
-    return "-" if rank is None else str(rank + 1)
+    return "-" if rank is None else str(rank)

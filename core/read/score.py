@@ -1,20 +1,24 @@
 """What a hit's score means: the query's closeness to the memory, in [0, 1].
 
 The ranking itself fuses BM25, dense similarity and the learned reranker, standardised over
-each query's candidates, so its numbers say nothing outside that one ranking. The score a
-hit carries is absolute instead: the best cosine similarity between the query's vector and
-the memory's vectors (its own and its turns'), below zero read as zero. It is comparable
-across queries and users of one embedding model, so a threshold (`search(min_score=...)`)
-means the same thing everywhere.
+each query's candidates, so its numbers say nothing outside that one ranking. A hit's
+relevance is absolute instead: the larger of the best cosine similarity between the query's
+vector and the memory's vectors (its own and its turns', below zero read as zero) and the
+share of the query's words the memory says, at half weight (`coverage`: what an embedder
+that knows nothing of meaning still leaves). The score a hit carries is that relevance capped by the
+scores of the hits above it (`rmm_core.read.ranked`), so scores follow the order and a
+threshold (`search(min_score=...)`) cuts the tail of the list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from ..types import MemoryHit
+from .ranked import capped
 
 
 def relevance(query_vec: np.ndarray, rows: np.ndarray) -> float:
@@ -24,11 +28,26 @@ def relevance(query_vec: np.ndarray, rows: np.ndarray) -> float:
     return float(np.clip(np.max(rows @ query_vec), 0.0, 1.0))
 
 
-def scored(hits: Sequence[MemoryHit], relevance_of: dict[str, float],
+LEXICAL = 0.5
+"""What saying every word of the query is worth on its own: a memory that does so but means
+something else scores no more than a middling match of meaning."""
+
+
+def coverage(asked: Sequence[str], said: Sequence[str]) -> float:
+    """The share of the query's distinct terms (`asked`) among a text's terms (`said`),
+    times LEXICAL."""
+    wanted = set(asked)
+    return LEXICAL * len(wanted.intersection(said)) / len(wanted) if wanted else 0.0
+
+
+def scored(hits: Sequence[MemoryHit], relevance_of: Mapping[str, float],
            min_score: float | None = None) -> list[MemoryHit]:
-    """The hits in the same order with their relevance as score; those below `min_score`
-    dropped."""
+    """The hits in the same order, each scored with its relevance capped by the scores above
+    it; cut where a score falls below `min_score`."""
     # a linked hit (A-MEM) is no candidate: its score is already its cosine
-    scores = [relevance_of.get(h.memory.id, float(np.clip(h.score, 0.0, 1.0))) for h in hits]
-    kept = [(h, s) for h, s in zip(hits, scores) if min_score is None or s >= min_score]
-    return [MemoryHit(h.memory, s, h.text, rank) for rank, (h, s) in enumerate(kept)]
+    scores = capped(relevance_of.get(h.memory.id, float(np.clip(h.score, 0.0, 1.0)))
+                    for h in hits)
+    kept = [replace(h, score=s) for h, s in zip(hits, scores)]
+    if min_score is None:
+        return kept
+    return [h for h in kept if h.score >= min_score]

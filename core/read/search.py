@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -19,14 +18,16 @@ from ..types import Memory, MemoryHit, SearchResult
 from .cache import IndexCache
 from .context import hit_text
 from .dbsearch import DatabaseSearcher
-from .excerpt import excerpts
+from .excerpt import EXCERPT_WORDS, WHOLE, excerpts, gathers
 from .explain import ReadSteps
 from .explain import explain as explained
 from .gather import gathered
-from .index import FusionWeights, Scale, UserIndex
+from .index import QUESTION_WORDS, FusionWeights, Scale, UserIndex
 from .latest import latest_first
 from .provisional import OpenTurns
-from .score import relevance, scored
+from .ranked import depth_for, numbered, within
+from .score import coverage, relevance, scored
+from .tokens import tokenize
 from .validity import about_the_past, arrange, valid_at
 from .when import named_period, prefer_period
 
@@ -50,63 +51,62 @@ class Searcher:
         self.open_turns = OpenTurns(store, embedder, unit_words=unit_words(config),
                                     stemmer=indexes.stemmer)
 
-    def search(self, query: str, *, user_id: str, k: int, wanted: Mapping[str, Any],
+    def search(self, query: str, *, user_id: str, k: int | None, wanted: Mapping[str, Any],
                session_id: str | None, follow_links: bool, explore: bool,
                min_score: float | None, as_of: datetime | None = None,
-               explain: bool = False) -> SearchResult:
+               max_words: int | None = None, explain: bool = False) -> SearchResult:
         """The checked arguments of `ReflectiveMemory.search`, searched (`explain`: with
-        `result.explanation`, see `rmm_core.read.explain`)."""
+        `result.explanation`, see `rmm_core.read.explain`). The list is one ranking whatever
+        `k`, `min_score` and `max_words` are (`rmm_core.read.ranked`); they only cut it."""
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
         if not query.strip():
             return result
-        top = max(k, self.config.search.candidates)
-        depth = top * 3 if as_of else top  # as_of filters the pool: draw more
-        pool = self._pool(user_id, query, depth, wanted, session_id)
-        if pool is None:
-            return result
-        found, query_vec = pool
-        if as_of is not None:  # what was true then: said by then, not yet superseded
-            found = [f for f in found if valid_at(f[0], as_of)][:top]
-        candidates = [MemoryHit(m, float(score), self._text(m), rank)
-                      for rank, (m, score, _) in enumerate(found)]
-        result.candidates = candidates
-        rows = [r for _, _, r in found]
-        result.hits, ranking = self.reranker.rerank(user_id, query_vec, candidates, rows, k,
-                                                    explore=explore, query=query)
-        steps = ReadSteps(explain)
-        steps.after("rerank", result.hits)
-        if follow_links:
-            from .links import follow_links as with_links
-
-            kept = {h.memory.id for h in result.hits}
-            result.hits = with_links(
-                self.store, user_id, [*result.hits, *(c for c in candidates
-                                                      if c.memory.id not in kept)],
-                query_vec, k=k, per_hit=self.config.notes.follow, text_of=self._text)
-            result.hits = [h for h in result.hits if matches(h.memory.metadata, wanted)]
-            steps.after("linked memories", result.hits)
-        relevance_of = {c.memory.id: relevance(query_vec, r) for c, r in zip(candidates, rows)}
-        result.hits = scored(result.hits, relevance_of, min_score)
-        steps.after("min_score", result.hits)
-        period = named_period(query, as_of or datetime.now(timezone.utc))
-        if period is not None:
-            result.hits = prefer_period(result.hits, period)
-            steps.after("names a time", result.hits)
-        if self.config.supersession:
-            now = as_of is None and not about_the_past(query)
-            if now:
-                result.hits = latest_first(result.hits, query,
-                                           assistants=self.config.fusion.assistant_speakers)
-                steps.after("latest value first", result.hits)
-            result.hits = arrange(result.hits, query=query, current_first=now)
-            steps.after("successor first", result.hits)
-        if self.config.search.excerpts:
-            result.hits = excerpts(result.hits, query, query_vec, {
-                c.memory.id: r for c, r in zip(candidates, rows)}, self.indexes.stemmer)
-            result.hits = gathered(result.hits, query, self.indexes.stemmer)
-            steps.after("gathering", result.hits)
-        result.hits = [h if h.rank == i else replace(h, rank=i)  # the order the steps left
-                       for i, h in enumerate(result.hits)]
+        window = self.config.search.candidates
+        depth = depth_for(window, k, max_words)
+        drawn = depth * 3 if as_of else depth
+        while True:  # a budget short hits leave unfilled, or an as_of, draws deeper
+            pool = self._pool(user_id, query, drawn, wanted, session_id)
+            if pool is None:
+                return result
+            found, query_vec = pool
+            full = len(found) == drawn
+            if as_of is not None:  # what was true then: said by then, not yet superseded
+                found = [f for f in found if valid_at(f[0], as_of)][:depth]
+                if full and len(found) < depth:
+                    drawn *= 4
+                    continue
+            candidates = [MemoryHit(m, float(score), self._text(m), rank)
+                          for rank, (m, score, _) in enumerate(found, 1)]
+            rows = {c.memory.id: r for c, (_, _, r) in zip(candidates, found)}
+            result.candidates = candidates
+            head, ranking = self.reranker.rerank(user_id, query_vec, candidates[:window],
+                                                 [r for _, _, r in found[:window]], window,
+                                                 explore=explore, query=query)
+            steps = ReadSteps(explain)
+            steps.after("rerank", head)
+            tail = candidates[window:]
+            if follow_links:
+                head, tail = self._linked(user_id, head, tail, query_vec, wanted)
+                steps.after("linked memories", head)
+            head = self._arranged(head, query, as_of, steps, query_vec, rows)
+            excerpt = self.config.search.excerpts
+            if excerpt and gathers(query):  # gathering orders the window by what it carries
+                head = self._excerpted(head, head, query, query_vec, rows, None)
+                head = gathered(head, query, self.indexes.stemmer)
+                steps.after("gathering", head)
+            listed = [*head, *tail][:k]
+            if excerpt:
+                listed = self._excerpted(listed, head, query, query_vec, rows, max_words)
+            hits = list(within(listed, max_words))
+            if max_words is None or len(hits) < len(listed) or not full or \
+                    k is not None and len(hits) >= k:
+                break
+            depth, drawn = depth * 4, drawn * 4
+        relevance_of = self._relevance(candidates, hits, query, query_vec, rows)
+        hits = numbered(scored(hits, relevance_of, min_score))
+        result.hits = hits
+        if ranking is not None:  # the reranker's own picks among what was shown
+            ranking.kept = min(len(hits), len(head), ranking.kept)
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
                                        retrieval=c.score) for c in candidates]
         result.state = {"query_vec": query_vec, "ranking": ranking}
@@ -114,8 +114,84 @@ class Searcher:
             result.explanation = explained(
                 result, indexes=None if self.database.wanted(user_id) else self.indexes,
                 weights=self.weights, reranker=self.reranker, query_vec=query_vec,
-                vectors=rows, wanted=wanted, top=depth, steps=steps.orders)
+                vectors=[rows[c.memory.id] for c in candidates], wanted=wanted, top=depth,
+                steps=steps.orders)
         return result
+
+    def _linked(self, user_id: str, head: list[MemoryHit], tail: list[MemoryHit],
+                query_vec: np.ndarray, wanted: Mapping[str, Any]
+                ) -> tuple[list[MemoryHit], list[MemoryHit]]:
+        """A-MEM: each head hit followed by its linked memories; the head hits they displace
+        come right after, and deeper candidates they repeat drop out."""
+        from .links import follow_links as with_links
+
+        linked = [h for h in with_links(self.store, user_id, head, query_vec, k=len(head),
+                                        per_hit=self.config.notes.follow, text_of=self._text)
+                  if matches(h.memory.metadata, wanted)]
+        shown = {h.memory.id for h in linked}
+        head = [*linked, *(h for h in head if h.memory.id not in shown)]
+        return head, [h for h in tail if h.memory.id not in shown]
+
+    def _arranged(self, head: list[MemoryHit], query: str, as_of: datetime | None,
+                  steps: ReadSteps, query_vec: np.ndarray,
+                  rows: Mapping[str, np.ndarray]) -> list[MemoryHit]:
+        """The reranked window in the order the read steps leave it: a named time's
+        memories up, the latest value first, a successor before what it superseded, the
+        newest version of a fact before its older ones (`rmm_core.read.versions`), and
+        for a question that gathers, new turns first (`docs/concepts.md`)."""
+        from .versions import newest_first
+
+        period = named_period(query, as_of or datetime.now(timezone.utc))
+        if period is not None:
+            head = prefer_period(head, period)
+            steps.after("names a time", head)
+        if self.config.supersession:
+            now = as_of is None and not about_the_past(query)
+            if now:
+                head = latest_first(head, query,
+                                    assistants=self.config.fusion.assistant_speakers)
+                steps.after("latest value first", head)
+            head = arrange(head, query=query, current_first=now, as_of=as_of)
+            steps.after("successor first", head)
+            if now:
+                head = newest_first(head, query, query_vec, rows)
+                steps.after("newest version first", head)
+        return head
+
+    def _excerpted(self, hits: list[MemoryHit], head: list[MemoryHit], query: str,
+                   query_vec: np.ndarray, rows: Mapping[str, np.ndarray],
+                   max_words: int | None) -> list[MemoryHit]:
+        """Later hits cut to what bears on the query (`rmm_core.read.excerpt`), the names it
+        says read among the window's speakers; with a budget, only as many hits as it can
+        hold are cut (in growing prefixes: the cut of a hit does not depend on the others)."""
+        speakers = {s for h in head[WHOLE:] for s in h.memory.speakers}
+
+        def cut(upto: int) -> list[MemoryHit]:
+            return excerpts(hits[:upto], query, query_vec, rows, self.indexes.stemmer,
+                            speakers=speakers)
+
+        if max_words is None:
+            return cut(len(hits))
+        upto = -(-max_words // EXCERPT_WORDS) + WHOLE
+        while True:
+            done = cut(upto)
+            if upto >= len(hits) or len(list(within(done, max_words))) < len(done):
+                return [*done, *hits[upto:]]
+            upto *= 4
+
+    def _relevance(self, candidates: Sequence[MemoryHit], hits: Sequence[MemoryHit],
+                   query: str, query_vec: np.ndarray, rows: Mapping[str, np.ndarray]
+                   ) -> dict[str, float]:
+        """Each candidate's and linked hit's relevance (`rmm_core.read.score`), by id."""
+        linked = [h for h in hits if h.memory.id not in rows]
+        every = [*candidates, *linked]
+        terms = tokenize([query, *(h.memory.text for h in every)], self.indexes.stemmer,
+                         QUESTION_WORDS)
+        asked = terms[0]
+        return {h.memory.id: max(relevance(query_vec, rows[h.memory.id])
+                                 if h.memory.id in rows else float(np.clip(h.score, 0, 1)),
+                                 coverage(asked, said))
+                for h, said in zip(every, terms[1:])}
 
     def _text(self, memory: Memory) -> str:
         return hit_text(memory, dates=self.config.search.context_dates)

@@ -14,6 +14,9 @@ import unicodedata
 from collections.abc import Callable, Iterable
 
 import regex
+from bm25s.stopwords import STOPWORDS_EN
+
+_STOPWORDS = frozenset(STOPWORDS_EN)
 
 _LETTER = r"[\p{L}\p{M}\p{N}]"
 _UNSPACED = "".join(rf"\p{{scx={script}}}" for script in (
@@ -44,18 +47,18 @@ def terms(text: str) -> list[str]:
 
 def tokenize(texts: Iterable[str], stemmer: Callable | None = None,
              drop: Iterable[str] = ()) -> list[list[str]]:
-    """BM25 tokens of each text: `terms`, English stop words (and `drop`) removed, stemmed.
+    """BM25 tokens of each text: `terms`, English stop words (bm25s's list, and `drop`)
+    removed, stemmed; what bm25s's `Tokenizer` gives, without its vocabulary and progress
+    bookkeeping, which cost more than the tokens on the short texts a search reads.
 
     `stemmer` maps a list of words to their stems (PyStemmer's `stemWords`).
     """
-    from bm25s.stopwords import STOPWORDS_EN
-    from bm25s.tokenization import Tokenizer
-
-    stem = (lambda word: stemmer([word])[0]) if stemmer is not None else None
-    tokenizer = Tokenizer(lower=False, splitter=terms, stopwords=[*STOPWORDS_EN, *drop],
-                          stemmer=stem)
-    return tokenizer.tokenize(list(texts), update_vocab=True, return_as="string",
-                              show_progress=False, allow_empty=False)
+    stop = _STOPWORDS.union(drop) if drop else _STOPWORDS
+    out = []
+    for text in texts:
+        words = [w for w in terms(text) if w not in stop]
+        out.append(list(stemmer(words)) if stemmer is not None and words else words)
+    return out
 
 
 def english_stemmer() -> Callable | None:

@@ -35,9 +35,10 @@ def valid_at(memory: Memory, moment: datetime) -> bool:
         memory.valid_to is None or as_utc(memory.valid_to) > moment)
 
 
-def note(memory: Memory) -> str:
-    """The words a hit adds about its memory's validity ('' for a current memory)."""
-    if memory.valid_to is None:
+def note(memory: Memory, as_of: datetime | None = None) -> str:
+    """The words a hit adds about its memory's validity ('' for a memory current then:
+    now, or at `as_of`)."""
+    if memory.valid_to is None or as_of is not None and not as_utc(memory.valid_to) <= as_of:
         return ""
     words = (memory.changed_to or "").split()
     said = " ".join(words[:NOTE_WORDS]) + (" …" if len(words) > NOTE_WORDS else "")
@@ -55,15 +56,16 @@ def conflict_note(memory: Memory, dates: dict[str, datetime]) -> str:
         ": ask which holds)"
 
 
-def arrange(hits: Sequence[MemoryHit], *, query: str, current_first: bool
-            ) -> list[MemoryHit]:
+def arrange(hits: Sequence[MemoryHit], *, query: str, current_first: bool,
+            as_of: datetime | None = None) -> list[MemoryHit]:
     """The same hits, every text noting its validity; and when the query asks about what
     changed (shares a topic with the changed words), with each superseded memory's successor
     (the current end of its chain among the hits) moved right before it (`current_first`).
     A successor the search did not keep is not brought in: the note quotes what changed it.
     A memory changed only in a part the query is not about gets no note (for this question
     it still holds). Contradicting memories keep their ranks and are flagged: moving one
-    next to the other cost more evidence than it brought (BEAM both-sides 70 -> 60)."""
+    next to the other cost more evidence than it brought (BEAM both-sides 70 -> 60). With
+    `as_of`, a change made after that moment is not noted: the memory still held then."""
     if not any(h.memory.valid_to or h.memory.conflicts for h in hits):
         return list(hits)
     asked = topics_of(query)
@@ -86,10 +88,11 @@ def arrange(hits: Sequence[MemoryHit], *, query: str, current_first: bool
                 put(successor)
         put(hit)
     dates = {h.memory.id: h.memory.valid_from for h in hits}
+    moment = as_utc(as_of) if as_of is not None else None
     return [MemoryHit(h.memory, h.score, h.text + (
-        note(h.memory) if not h.memory.changed_part or asks.get(h.memory.id) else "") +
-                      conflict_note(h.memory, dates), rank)
-            for rank, h in enumerate(order)]
+        note(h.memory, moment) if not h.memory.changed_part or asks.get(h.memory.id) else "")
+                      + conflict_note(h.memory, dates), h.rank)
+            for h in order]
 
 
 def _chain(memory: Memory, by_id: dict[str, MemoryHit]) -> list[MemoryHit]:

@@ -255,7 +255,7 @@ def breakdown(rows: Sequence[Any]) -> tuple[list[tuple[str, dict[str, float]]], 
     retrieval score's parts scaled as the reranker's z-score over the candidates reads them,
     then each feature's weight x value; and the centring that z-score subtracts from every
     hit alike (left out of the bars: a bar's parts plus it make the hit's reranker score)."""
-    fused = np.array([r.signals["fused"] for r in rows if r.retrieval_rank >= 0
+    fused = np.array([r.signals["fused"] for r in rows if r.retrieval_rank > 0
                       and r.signals["fused"] is not None], np.float32)
     mean, spread = (float(fused.mean()), float(fused.std()) + 1e-6) if len(fused) else (0, 1)
     out = []
@@ -270,5 +270,5 @@ def breakdown(rows: Sequence[Any]) -> tuple[list[tuple[str, dict[str, float]]], 
         elif row.signals["fused"] is not None:
             parts["retrieval (fused)"] = row.signals["fused"]
         parts.update({k: v for k, v in row.rerank.items() if k != "retrieval_z"})
-        out.append((f"#{row.final_rank + 1}", parts))
+        out.append((f"#{row.final_rank}", parts))
     return out, -mean / spread

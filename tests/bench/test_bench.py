@@ -144,10 +144,11 @@ def test_ingest_feeds_each_session_as_one_add_session():
 
 
 def test_rank_product_goes_deep_enough_to_fill_the_largest_budget(embedder):
-    mem = ReflectiveMemory.open(":memory:", embedder=embedder, progress=False)
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder, progress=False,
+                                search={"candidates": 1})
     ana = load_jsonl(TINY)[0]
     ingest(mem, ana)
-    ranked = rank_product(mem, "ana", ana.questions[0].question, depth=1)
+    ranked = rank_product(mem, "ana", ana.questions[0].question)
     assert len(ranked) == len(mem.memories(user_id="ana")) > 1
     mem.close()
 

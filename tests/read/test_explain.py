@@ -81,4 +81,4 @@ def test_cli_prints_the_explanation(tmp_path, capsys, embedder):
     assert main(["--db", db, "search", "--user", "maya", QUERY, "--explain", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["cut"] <= 5
-    assert data["rows"][0]["final_rank"] == 0
+    assert data["rows"][0]["final_rank"] == 1

@@ -107,7 +107,7 @@ def test_a_search_for_a_judgement_puts_small_talk_last(tmp_path, embedder):
     tail = [h.memory.id for h in on[-(len(on) - WHOLE) // 4:]]
     assert tail
     assert set(tail) <= small
-    assert [h.rank for h in on] == list(range(len(on)))
+    assert [h.rank for h in on] == list(range(1, len(on) + 1))
 
 
 def test_the_explanation_names_gathering_as_what_moved_a_hit(tmp_path, embedder):

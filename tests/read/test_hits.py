@@ -74,7 +74,7 @@ def test_min_score_drops_weak_hits(bank):
     threshold = (every[0].score + max(h.score for h in every[1:])) / 2
     kept = bank.search("What is the name of my dog?", user_id="u1", k=4, min_score=threshold)
     assert [h.memory.id for h in kept] == [every[0].memory.id]
-    assert [h.rank for h in kept] == [0]
+    assert [h.rank for h in kept] == [1]
     assert not bank.search("What is the name of my dog?", user_id="u1", k=4, min_score=1.0).hits
     for bad in (-0.1, 1.5, "0.5", True):
         with pytest.raises(InvalidInputError, match="min_score"):

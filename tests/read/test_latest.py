@@ -88,4 +88,4 @@ def test_search_reads_the_later_count_first(open_memory):
                       user_id="ana", k=2)
     assert "9 articles" in hits[0].text
     assert "4 articles" in hits[1].text
-    assert [h.rank for h in hits] == [0, 1]
+    assert [h.rank for h in hits] == [1, 2]

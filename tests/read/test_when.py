@@ -71,7 +71,7 @@ def test_search_prefers_the_memory_of_the_month_asked_about(open_memory):
             occurred_at="2024-03-09")
     hits = mem.search("What did I bake in March 2024?", user_id="ana", k=2)
     assert "lemon cake" in hits[0].text
-    assert [h.rank for h in hits] == [0, 1]
+    assert [h.rank for h in hits] == [1, 2]
     assert "sourdough" in mem.search("What did I bake in May 2024?", user_id="ana",
                                      k=2)[0].text
 
