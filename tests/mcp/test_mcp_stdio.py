@@ -30,7 +30,7 @@ async def test_a_fact_added_is_found_by_the_next_search_with_its_fields(tmp_path
     assert top["id"] == added["id"]
     assert "Rex" in top["text"]
     assert 0 < top["score"] <= 1
-    assert top["rank"] == 0
+    assert top["rank"] == 1  # ranks count from 1
     assert top["memory_text"] == added["text"]
     assert top["refs"] == []
     for name in ("session_ids", "occurred_at", "created_at", "valid_from", "valid_to",
