@@ -12,14 +12,14 @@ from typing import Any
 from ..errors import InvalidInputError
 from ..memory import ReflectiveMemory
 from ..models.embed import Embedder
+from ..read.ranked import CONTEXT_WORDS
 from ..text import count_tokens
 from .baselines import FixedUnits, build_units
 from .metrics import fitting
 from .records import Conversation, ingest
 
-MEMORY_WORDS = 1000
-"""Words of context per question. TODO: the adapters' default budget constant, once
-`search(max_words=...)` lands."""
+MEMORY_WORDS = CONTEXT_WORDS
+"""Words of context per question: the budget the framework adapters give the memory."""
 PASSAGES = "p60"
 """The passage unit (a key of baselines.UNITS): the best fixed unit by Rtok@1000 on LoCoMo."""
 WINDOW_SHARE = 0.9
@@ -58,13 +58,7 @@ class MemoryContext:
         ingest(self.mem, conv)
 
     def build(self, conv: Conversation, question: str) -> Context:
-        try:
-            hits = list(self.mem.search(question, user_id=conv.sample_id,
-                                        max_words=self.max_words))
-        except TypeError:  # TODO: remove once search(max_words=...) has landed
-            ranked = [(h.text, h.refs) for h in self.mem.search(
-                question, user_id=conv.sample_id, k=100)]
-            return numbered([text for text, _ in ranked[:fitting(ranked, self.max_words)[0]]])
+        hits = self.mem.search(question, user_id=conv.sample_id, max_words=self.max_words)
         return numbered([hit.text for hit in hits])
 
     def close(self) -> None:
