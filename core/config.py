@@ -47,8 +47,10 @@ class EmbeddingConfig(_Group):
 class SearchConfig(_Group):
     """What a search retrieves, where it runs and what each hit holds."""
 
-    candidates: int = Field(20, ge=1, le=1000,
-                            description="Top-K retrieved before reranking keeps k (RMM's K).")
+    candidates: int = Field(
+        20, ge=1, le=1000,
+        description="The window reranked and arranged by the read steps (RMM's K), whatever "
+                    "k or max_words a search asks for; deeper hits follow in retrieval order.")
     max_query_chars: int = Field(
         10_000, ge=1, le=MAX_TEXT_CHARS,
         description="Queries are cut to this many characters (the embedder reads only the "
@@ -63,8 +65,8 @@ class SearchConfig(_Group):
                           "memory's lines by the speakers the query names and, past 60 words "
                           "(30 for a query asking for a list, a count, an order, a "
                           "summary or a judgement), its sentences sharing most of the "
-                          "query's words; `hit.refs` then name only the turns the hit still "
-                          "carries words of. A gathering query's later hits that only "
+                          "query's words (none shared: the hit stays whole); `hit.refs` then "
+                          "name only the turns the hit still carries words of. A gathering query's later hits that only "
                           "repeat turns go after those that add one; for a judgement "
                           "('Would Ana enjoy...?'), those with the most common words go "
                           "last.")

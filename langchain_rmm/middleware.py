@@ -83,8 +83,8 @@ class RMMMiddleware(AgentMiddleware):
                  strict: bool = False) -> None:
         if isinstance(memory, str):  # a path or database URL: open it with the defaults
             memory = ReflectiveMemory.open(memory)
-        check_arguments({"memory": memory, "k": k, "max_words": budget, "speakers": speakers},
-                        counts=(), optional=("k", "max_words"), needs_user=False)
+        check_arguments({"memory": memory, "k": k, "budget": budget, "speakers": speakers},
+                        counts=(), optional=("k", "budget"), needs_user=False)
         self.memory, self.k, self.budget, self.user_key = memory, k, budget, user_key
         self.speakers, self.citations, self.strict = dict(speakers), citations, strict
         self.on_missing_user = check_on_missing_user(on_missing_user)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InvalidInputError, NotFoundError, RMMError
 from ..memory import ReflectiveMemory
+from ..read.ranked import CONTEXT_WORDS
 from ..types import Memory, as_datetime
 from .access import Access
 from .command import FORGET_SCOPED, MAX_CALL_CHARS
@@ -181,7 +182,12 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
 
     async def search(
         query: str, ctx: Context, user_id: UserId = None,
-        k: Annotated[int, Field(description="how many hits at most")] = 5,
+        k: Annotated[int | None, Field(
+            description="how many hits at most (default: as many as max_words holds)")] = None,
+        max_words: Annotated[int | None, Field(
+            description="the hits' texts hold at most this many words, in rank order "
+                        f"(default {CONTEXT_WORDS}; null: no word budget, k hits)")
+        ] = CONTEXT_WORDS,
         filters: Annotated[dict[str, Any] | None, Field(
             description="keep memories whose metadata has each key with that value "
                         "(a list: any of them)")] = None,
@@ -192,13 +198,15 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
             description="an ISO 8601 date: search what was true then (memories said by "
                         "that date and not yet superseded)")] = None,
     ) -> str:
-        """Search the user's memories: the best hits first, each with its score in [0, 1],
+        """Search the user's memories: the best hits first (rank 1 is the best) while their
+        texts fit max_words, each with its score in [0, 1] (never rising down the list),
         the turns it came from (refs), its sessions, dates and validity (a memory a later
         one superseded says so and comes after it)."""
         def find(user: str) -> dict[str, Any]:
             check_filters_size(filters)
             return result_dict(memory.search(
-                query, user_id=user, k=k, filters=filters,
+                query, user_id=user, k=k,
+                max_words=max_words, filters=filters,
                 agent_id=access.scope("agent_id", agent_id),
                 run_id=access.scope("run_id", run_id), min_score=min_score, as_of=as_of))
 

@@ -110,3 +110,20 @@ def test_vectors_of_uneven_length_are_refused():
     wrapper = BatchEmbedder(Ragged().embed_documents, name="Ragged", dim=3)
     with pytest.raises(InvalidInputError, match="Ragged answered 3 texts .* not one vector"):
         wrapper.embed(["a", "b", "c"])
+
+
+def test_a_fake_embedding_still_scores_a_word_match_above_zero_in_order(tmp_path):
+    """DeterministicFakeEmbedding knows no meaning: its cosines are noise near 0, so a
+    hit's score comes from the share of the query's words it says."""
+    with ReflectiveMemory.open(str(tmp_path / "fake.sqlite"),
+                               embedder=DeterministicFakeEmbedding(size=48)) as mem:
+        for fact in FACTS:
+            mem.add(fact, user_id="u1")
+        hits = mem.search(FACTS[3], user_id="u1", k=len(FACTS))
+        scores = [h.score for h in hits]
+        assert hits[0].memory.text == FACTS[3]
+        assert scores[0] >= 0.3
+        assert scores == sorted(scores, reverse=True)
+        kept = mem.search(FACTS[3], user_id="u1", k=len(FACTS), min_score=0.3)
+        assert [h.memory.id for h in kept] == [h.memory.id for h in hits][:len(kept)]
+        assert kept[0].memory.text == FACTS[3]

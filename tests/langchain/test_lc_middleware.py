@@ -162,6 +162,7 @@ def test_speakers_name_the_logged_turns(mem, chat_model):
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"memory": object()}, "ReflectiveMemory"), ({"k": 0}, "k must"), ({"k": "5"}, "k must"),
+    ({"budget": 0}, "budget must"), ({"budget": 1.5}, "budget must"),
     ({"speakers": ["human"]}, "speakers must map"), ({"speakers": {"human": " "}}, "speaker"),
 ])
 def test_bad_arguments_raise_typed_errors(mem, kwargs, match):
@@ -205,3 +206,40 @@ def test_a_threads_own_waiting_turns_are_not_recalled_into_it(mem, chat_model):
     assert "Biscuit" not in model.system_prompt()  # already in the thread's own messages
     run(agent, QUESTION, user="u1", thread="B")
     assert "Biscuit" in model.system_prompt()
+
+
+PETS = [f"My {kind} is called {name} and she likes {food}." for kind, name, food in [
+    ("dog", "Biscuit", "carrots"), ("cat", "Miso", "tuna"), ("rabbit", "Clover", "kale"),
+    ("parrot", "Kiwi", "seeds"), ("hamster", "Pip", "oats"), ("goldfish", "Bubbles", "flakes"),
+    ("tortoise", "Sheldon", "lettuce"), ("ferret", "Zip", "eggs")]]
+
+
+def recalled(prompt: str) -> list[str]:
+    """The memory texts of a recall block, in order (lines `[n] text`)."""
+    return [line.split("] ", 1)[1] for line in prompt.splitlines()
+            if line.startswith("[") and "] " in line]
+
+
+@pytest.mark.parametrize("budget", [30, 60])
+def test_the_word_budget_reaches_the_prompt(mem, chat_model, budget):
+    for n, fact in enumerate(PETS):
+        mem.add(fact, user_id="u1", occurred_at=f"2024-01-{n + 1:02d}")
+    expected = mem.search("What are my pets called?", user_id="u1", max_words=budget)
+    every = mem.search("What are my pets called?", user_id="u1", k=len(PETS))
+    model = chat_model("Biscuit.")
+    run(create_agent(model, middleware=[RMMMiddleware(mem, budget=budget)]),
+        "What are my pets called?", user="u1")
+    texts = recalled(model.system_prompt())
+    assert texts == [h.text for h in expected]
+    assert sum(len(t.split()) for t in texts) <= budget
+    assert len(texts) < len(every.hits)  # the budget, not the number of memories, cut it
+    assert sum(len(t.split()) for t in [*texts, every[len(texts)].text]) > budget
+
+
+def test_by_default_recall_fills_a_budget_rather_than_five_hits(mem, chat_model):
+    for n, fact in enumerate(PETS):
+        mem.add(fact, user_id="u1", occurred_at=f"2024-01-{n + 1:02d}")
+    model = chat_model("Biscuit.")
+    run(create_agent(model, middleware=[RMMMiddleware(mem)]), "What are my pets called?",
+        user="u1")
+    assert len(recalled(model.system_prompt())) == len(PETS) > 5

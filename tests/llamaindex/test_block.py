@@ -79,6 +79,7 @@ def test_block_speakers_name_the_flushed_turns(mem):
 @pytest.mark.parametrize("kwargs, match", [
     ({"memory": "nope"}, "ReflectiveMemory"), ({"user_id": ""}, "user_id"),
     ({"session_id": ""}, "session_id"), ({"k": 0}, "k must"),
+    ({"max_words": 0}, "max_words must"),
     ({"speakers": {"ai": "Sage"}}, "role 'ai'"),
 ])
 def test_bad_block_arguments_are_typed_errors(mem, kwargs, match):
@@ -102,3 +103,18 @@ def test_block_follows_the_error_policy(mem, monkeypatch, caplog):
     chat(strict, 1)
     with pytest.raises(OSError, match="disk on fire"):
         strict.get()
+
+
+def test_block_text_fills_its_word_budget_in_rank_order(mem):
+    for n in range(12):
+        mem.add(f"My favourite dish number {n} is a stew from city {n}.", user_id="u1")
+    question = "question 0 about my favourite city"
+    expected = mem.search(question, user_id="u1", max_words=40)
+    block = RMMMemoryBlock(memory=mem, user_id="u1", max_words=40)
+    memory = Memory.from_defaults(session_id="chat", memory_blocks=[block])
+    chat(memory, 1)
+    system = memory.get()[0].content
+    assert 1 < len(expected) < len(mem.search(question, user_id="u1", k=13))
+    assert [h.text in system for h in expected] == [True] * len(expected)
+    shown = [h for h in mem.search(question, user_id="u1", k=13) if h.text in system]
+    assert [h.memory.id for h in shown] == [h.memory.id for h in expected]

@@ -151,6 +151,24 @@ def test_history_and_memories_stay_within_the_token_limit(mem):
     assert len(got) < 61  # old history was dropped, not the latest message
 
 
+def test_recalled_memories_fill_their_share_of_the_token_limit(mem):
+    """The memory budget (memory_token_ratio x token_limit tokens) reaches the prompt: the
+    best hits in rank order while they fit, not a fixed five."""
+    for n in range(12):
+        mem.add(f"My cousin number {n} keeps {n + 2} greyhounds in a barn.", user_id="u7")
+    memory = RMMChatMemory.from_defaults(memory=mem, user_id="u7", session_id="s7",
+                                         token_limit=400, memory_token_ratio=0.5)
+    got = memory.get("How many greyhounds do my cousins keep?")
+    recalled = got[0].content
+    assert got[0].role == MessageRole.SYSTEM
+    assert len(memory.tokenizer_fn(recalled)) <= 200
+    kept = [h for h in mem.search("How many greyhounds do my cousins keep?", user_id="u7",
+                                  k=12) if h.text in recalled]
+    assert len(kept) > 5
+    every = mem.search("How many greyhounds do my cousins keep?", user_id="u7", k=12)
+    assert [h.memory.id for h in kept] == [h.memory.id for h in every][:len(kept)]
+
+
 def test_reset_reflects_the_session_and_starts_a_new_one(mem):
     memory = RMMChatMemory.from_defaults(memory=mem, user_id="u4", session_id="first")
     SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=1), memory=memory).chat(

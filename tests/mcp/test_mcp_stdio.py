@@ -38,6 +38,12 @@ async def test_a_fact_added_is_found_by_the_next_search_with_its_fields(tmp_path
         assert name in top, name
     assert top["current"] is True
     assert len(found["hits"]) == 2
+    async with stdio_session(tmp_path / "m.sqlite") as s:
+        short = await call(s, "search", query="what is my dog called?", user_id="alice",
+                           max_words=12)
+        default = await call(s, "search", query="what is my dog called?", user_id="alice")
+    assert [h["id"] for h in short["hits"]] == [added["id"]]  # the next one does not fit
+    assert [h["id"] for h in default["hits"]] == [h["id"] for h in found["hits"]]
 
 
 async def test_a_changed_fact_supersedes_and_as_of_answers_the_past(tmp_path):
@@ -136,6 +142,7 @@ BAD_CALLS = [
     ("search", {"query": "x"}, "user_id is required"),
     ("search", {"query": "x", "user_id": "u", "k": 0}, "k must be a positive integer"),
     ("search", {"query": "x", "user_id": "u", "k": "many"}, "k"),
+    ("search", {"query": "x", "user_id": "u", "max_words": 0}, "max_words must be a positive"),
     ("search", {"query": "x", "user_id": "u", "min_score": 2}, "min_score"),
     ("search", {"query": "x", "user_id": "u", "filters": {"k": {"a": 1}}}, "filter"),
     ("search", {"query": "x", "user_id": "u\x00"}, "user_id"),
@@ -235,7 +242,7 @@ async def test_a_killed_server_loses_no_acknowledged_add(tmp_path):
 ODD_VALUES = [None, 0, -1, 10**30, 1e308, True, "", " ", "\x00", "x" * 200_000,
               [], [None], {}, {"": None}, [{"role": "user"}], {"nested": {"deep": [1, {}]}}]
 ARGUMENTS = {"add": ["content", "user_id", "agent_id", "metadata"],
-             "search": ["query", "user_id", "k", "filters", "min_score"],
+             "search": ["query", "user_id", "k", "max_words", "filters", "min_score"],
              "get": ["memory_id", "user_id"], "update": ["memory_id", "text", "metadata"],
              "delete": ["memory_id"], "history": ["memory_id"], "profile": ["user_id"]}
 
