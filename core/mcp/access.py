@@ -89,6 +89,9 @@ def parse_tokens(specs: Iterable[str], files: Iterable[str | Path] = ()
         except OSError as exc:
             raise InvalidInputError(f"cannot read tokens file {path}: {exc.strerror or exc}"
                                     ) from exc
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"tokens file {path} is not UTF-8 text (byte "
+                                    f"{exc.start})") from exc
         lines += [(line.strip(), f"{path} line {n}") for n, line in
                   enumerate(text.splitlines(), start=1)
                   if line.strip() and not line.lstrip().startswith("#")]

@@ -74,6 +74,14 @@ def test_a_missing_tokens_file_is_named(tmp_path):
         parse_tokens([], [tmp_path / "nope.txt"])
 
 
+def test_a_tokens_file_of_binary_bytes_is_a_typed_error_not_a_traceback(tmp_path):
+    """A non-UTF-8 tokens file used to escape as UnicodeDecodeError (exit 1, a traceback)."""
+    path = tmp_path / "tokens.txt"
+    path.write_bytes(b"\xff\xfe t1=alice\n")
+    with pytest.raises(InvalidInputError, match="not UTF-8"):
+        parse_tokens([], [path])
+
+
 @pytest.mark.parametrize("host,loopback", [("127.0.0.1", True), ("127.0.0.2", True),
                                            ("::1", True), ("[::1]", True),
                                            ("localhost", True), ("0.0.0.0", False),
