@@ -46,9 +46,10 @@ class Ingestor:
     def append(self, turns: Sequence[TurnLike] | TurnLike, *, user_id: str, session_id: str,
                started_at: datetime | str | float | None = None,
                metadata: Mapping[str, Any] | None = None, agent_id: str | None = None,
-               run_id: str | None = None) -> list[Turn]:
-        """Log turns durably; reflect the session at its size limit, and the caller's idle
-        sessions when no worker does (failures recorded, not raised)."""
+               run_id: str | None = None, at_limit: bool = True) -> list[Turn]:
+        """Log turns durably; reflect the session at its size limit (unless `at_limit` is
+        False: the caller ends it at once), and the caller's idle sessions when no worker
+        does (failures recorded, not raised)."""
         user_id = check_id(user_id, "user_id")
         session_id = check_id(session_id, "session_id")
         batch = coerce_turns(turns)
@@ -59,7 +60,7 @@ class Ingestor:
                                          meta)
         state = self.store.session(user_id, session_id)
         limit = self.config.sessions.max_turns
-        if limit and state and state.n_turns - state.reflected >= limit and \
+        if at_limit and limit and state and state.n_turns - state.reflected >= limit and \
                 state.failures < self.config.sessions.reflection_max_attempts:
             self._reflect_quietly(state)
         if self.worker is None:  # the worker reflects idle sessions, else the caller's own
@@ -87,7 +88,9 @@ class Ingestor:
             raise InvalidInputError("add_session needs a non-empty list of turns")
         session_id = session_id if session_id is not None else uuid.uuid4().hex
         try:
-            self.append(turns, user_id=user_id, session_id=session_id, **append)
+            # ended below, whole: reflecting at the size limit first would return nothing
+            self.append(turns, user_id=user_id, session_id=session_id, at_limit=False,
+                        **append)
         except DuplicateTurnError:
             if _all_stored(self.store, user_id, coerce_turns(turns)):
                 return []

@@ -56,6 +56,15 @@ def test_a_session_at_its_size_limit_is_reflected_by_the_append(store, embedder)
     assert sorted(r for m in store.memories("u") for r in m.refs) == ["a1", "a2"]
 
 
+def test_add_session_past_the_size_limit_returns_what_it_reflected(store, embedder):
+    """A session of `sessions.max_turns` turns or more used to be reflected by its append
+    and then come back as [] from add_session: the memories were stored but not returned."""
+    intake = ingestor(store, embedder, sessions={"max_turns": 2})
+    memories = intake.add_session(TURNS, user_id="u", session_id="s")
+    assert sorted(r for m in memories for r in m.refs) == ["a1", "a2"]
+    assert {m.id for m in memories} == {m.id for m in store.memories("u")}
+
+
 def test_reflect_pending_takes_open_sessions_only_when_asked(store, embedder):
     intake = ingestor(store, embedder, sessions={"idle_timeout": 3600})
     intake.append(TURNS, user_id="u", session_id="s")
