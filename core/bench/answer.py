@@ -229,14 +229,16 @@ def llm_name(llm: Any) -> str:
 
 def summary(args: argparse.Namespace, chosen: list[Item], rows: dict[str, Any], reader: Any,
             judge_llm: Any, wall: float) -> list[str]:
-    """The run's prose: what was asked, of whom, and what it took."""
+    """The run's prose: what was asked, of whom, with which contexts, and what it took."""
     done = max((row["questions"] for row in rows.values()), default=0)
     grading = "by each rubric item" if args.dataset == "beam" else \
         "CORRECT or WRONG against the gold answer (J score)"
+    shown = {"memory": f"memory: search within {args.max_words} words",
+             "passages": f"passages: {args.passages}/fused within {args.max_words} words",
+             "full": f"full: the conversation cut to a {args.window}-token window"}
     return [f"{args.dataset}: {done} of {len(chosen)} questions graded, {grading}; reader "
-            f"{llm_name(reader)}, judge {llm_name(judge_llm)}; memory and passages "
-            f"{args.max_words} words (passages {args.passages}/fused), full conversation cut "
-            f"to a {args.window}-token window.",
+            f"{llm_name(reader)}, judge {llm_name(judge_llm)}; contexts "
+            f"{'; '.join(shown[name] for name in rows)}.",
             f"Reader and judge time over the graded answers: "
             f"{sum(row['llm s'] for row in rows.values()) / 60:.0f} min; this invocation "
             f"{wall / 60:.1f} min."]
