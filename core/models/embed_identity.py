@@ -39,13 +39,18 @@ def check_embedder(store: Store, embedder: Embedder) -> None:
         _check_same(recorded, name, _probe(embedder) if recorded.probe is not None else None)
 
 
+def same_model(recorded: EmbedderRecord, name: str, probe: np.ndarray | None) -> bool:
+    """Whether the embedder `name` (its `probe` vector, if known) is the model `recorded`:
+    by the probe vectors where both are known, else by the name."""
+    if probe is None or recorded.probe is None:
+        return recorded.name == name
+    return _same(recorded.probe, probe)
+
+
 def _check_same(recorded: EmbedderRecord, name: str, probe: np.ndarray | None) -> None:
     """Refuse the embedder `name` (its `probe` vector, if known) unless it is the model
-    `recorded`: by the probe vectors where both are known, else by the name."""
-    if probe is None or recorded.probe is None:
-        if recorded.name == name:
-            return
-    elif _same(recorded.probe, probe):
+    `recorded` (`same_model`)."""
+    if same_model(recorded, name, probe):
         return
     same_name = " (another model under the same name)" if recorded.name == name else ""
     raise EmbedderMismatchError(

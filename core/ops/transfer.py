@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidInputError, StorageError
+from ..errors import EmbedderMismatchError, InvalidInputError, StorageError
 from ..metadata import check_metadata
-from ..storage.base import NewMemory, SessionState, Store
+from ..models.embed_identity import same_model
+from ..storage.base import EmbedderRecord, NewMemory, SessionState, Store
 from ..types import Memory, MemoryVersion, Turn, check_id, from_iso, iso, new_memory_id
 
 FORMAT = "rmm-export"
@@ -36,7 +37,8 @@ def export_records(store: Store, user_id: str) -> Iterator[dict[str, Any]]:
     sessions = store.sessions(user_id)
     memories = store.memories(user_id)
     yield {"type": "header", "format": FORMAT, "version": VERSION, "user_id": user_id,
-           "sessions": len(sessions), "memories": len(memories)}
+           "sessions": len(sessions), "memories": len(memories),
+           **_embedder_fields(store.embedder())}
     for s in sessions:
         yield {"type": "session", "session_id": s.session_id, "status": s.status,
                "started_at": iso(s.started_at), "last_activity": s.last_activity,
@@ -83,7 +85,10 @@ def import_records(store: Store, records: Iterable[dict[str, Any]], *,
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInputError(f"a session or memory record is malformed: {exc!r}") from exc
     _check_turns(states, turns)
-    _check_vectors(restored, store.vector_dim())
+    store_dim = store.vector_dim()
+    _check_vectors(restored, store_dim)
+    exported = _exported_embedder(header)
+    _check_embedder(store.embedder(), exported)
     try:
         store.restore(target, states, turns, restored)
         fresh = target != source
@@ -95,8 +100,43 @@ def import_records(store: Store, records: Iterable[dict[str, Any]], *,
         renamed = {m["id"]: new_memory_id() for m in memories}
         store.restore(target, states, turns, [_memory(m, target, renamed) for m in memories])
         fresh = True
+    if exported is not None and store_dim is None and restored:
+        store.record_embedder(exported)  # an empty store takes the export's model
     return {"user_id": target, "sessions": len(states), "turns": len(turns),
             "memories": len(restored), "new_ids": fresh and bool(memories)}
+
+
+def _embedder_fields(record: EmbedderRecord | None) -> dict[str, Any]:
+    """The header's record of the embedder that made the vectors (none: not recorded)."""
+    if record is None:
+        return {}
+    probe = None if record.probe is None else base64.b64encode(
+        np.asarray(record.probe, dtype=np.float32).tobytes()).decode("ascii")
+    return {"embedder": {"name": record.name, "probe": probe}}
+
+
+def _exported_embedder(header: dict[str, Any]) -> EmbedderRecord | None:
+    """The header's embedder record (None: an export made before it was written)."""
+    fields = header.get("embedder")
+    if fields is None:
+        return None
+    try:
+        probe = fields.get("probe")
+        return EmbedderRecord(_text(fields["name"], "embedder name"), None if probe is None
+                              else np.frombuffer(base64.b64decode(probe, validate=True),
+                                                 dtype=np.float32))
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise InvalidInputError(f"the header's embedder record is malformed: {exc!r}") from exc
+
+
+def _check_embedder(recorded: EmbedderRecord | None, exported: EmbedderRecord | None) -> None:
+    """Refuse vectors of another model than the store's: they would mix silently."""
+    if recorded is None or exported is None or same_model(recorded, exported.name,
+                                                          exported.probe):
+        return
+    raise EmbedderMismatchError(
+        f"the export's vectors were made by the embedder {exported.name}, this store's by "
+        f"{recorded.name}: import it into a new store (or one built with {exported.name})")
 
 
 def _read(records: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], list, list, list]:

@@ -135,6 +135,30 @@ def test_import_as_another_user_copies_within_one_store(db, embedder):
     mem.close()
 
 
+def test_import_of_another_models_vectors_is_refused_and_an_empty_store_takes_its_model(
+        db, tmp_path):
+    """An export made with one embedder used to be imported into a store built with
+    another of the same dimension: the vectors mixed silently."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from rmm_core.errors import EmbedderMismatchError
+
+    source = open_store(db)
+    records = list(export_records(source, "u1"))
+    source.close()
+    assert records[0]["embedder"]["name"]
+    other = str(tmp_path / "other.sqlite")
+    with ReflectiveMemory.open(other, embedder=DeterministicFakeEmbedding(size=384)) as mem:
+        mem.add("A fact embedded by another model.", user_id="u9")
+        with pytest.raises(EmbedderMismatchError, match="import it into a new store"):
+            import_records(mem.store, records)
+        assert mem.memories(user_id="u1") == []
+    fresh = open_store(str(tmp_path / "fresh.sqlite"))
+    import_records(fresh, records)
+    assert fresh.embedder().name == records[0]["embedder"]["name"]
+    fresh.close()
+
+
 def test_bad_import_data_writes_nothing(db, tmp_path, capsys):
     fresh = str(tmp_path / "fresh.sqlite")
     export = tmp_path / "u1.jsonl"
