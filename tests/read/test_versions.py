@@ -1,0 +1,83 @@
+"""Versions of one fact newest first at read time (`rmm_core.read.versions`): real
+embeddings, a real SQLite file, changes that the write rules do not link."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rmm_core import ReflectiveMemory
+from rmm_core.read.versions import newest_first
+from rmm_core.types import MemoryHit
+
+NURSE = ("I work as a nurse at the city hospital.", "2024-01-10")
+CLINIC = ("Work at the clinic is calmer than the city hospital, I love being a nurse at the "
+          "clinic.", "2024-06-15")
+CAFE = ("Je travaille comme serveuse dans un café à Lyon.", "2024-01-10")
+RESTAURANT = ("Je travaille comme serveuse dans un restaurant à Marseille, les pourboires sont "
+              "meilleurs.", "2024-06-15")
+
+
+@pytest.fixture
+def opened(tmp_path, embedder):
+    made = []
+
+    def open_with(*said: tuple[str, str]) -> ReflectiveMemory:
+        mem = ReflectiveMemory.open(str(tmp_path / f"m{len(made)}.sqlite"), embedder=embedder)
+        made.append(mem)
+        for text, when in said:
+            mem.add(text, user_id="ana", occurred_at=when)
+        return mem
+
+    yield open_with
+    for mem in made:
+        mem.close()
+
+
+@pytest.mark.parametrize("old,new,question", [
+    (NURSE, CLINIC, "Where do I work?"),
+    (CAFE, RESTAURANT, "Où est-ce que je travaille ?"),
+], ids=["en", "fr"])
+def test_an_implicit_change_comes_first_and_marks_the_old_fact(opened, old, new, question):
+    mem = opened(old, new)
+    assert all(m.current for m in mem.memories(user_id="ana"))  # no rule linked them
+    top, second = mem.search(question, user_id="ana", k=2)
+    assert top.memory.text == new[0]
+    assert top.current is None
+    assert second.memory.text == old[0]
+    assert second.current is False
+    assert second.metadata()["current"] is False
+    assert "(may have changed 15 June 2024 → " + new[0].split()[0] in second.text
+
+
+def test_the_old_fact_said_first_is_moved_below(opened, embedder):
+    """Ranked old first, the newer version moves right before it."""
+    mem = opened(NURSE, CLINIC)
+    by_text = {m.text: m for m in mem.memories(user_id="ana")}
+    old, new = (MemoryHit(by_text[text], 1.0, text, n) for n, text in
+                enumerate((NURSE[0], CLINIC[0]), 1))
+    vectors = embedder.embed([NURSE[0], CLINIC[0], "Where do I work?"])
+    vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    rows = {old.memory.id: vectors[:1], new.memory.id: vectors[1:2]}
+    moved = newest_first([old, new], "Where do I work?", vectors[2], rows)
+    assert [h.memory.id for h in moved] == [new.memory.id, old.memory.id]
+    assert moved[1].current is False
+    kept = newest_first([old, new], "Where do I work?", vectors[2], rows, now=False)
+    assert kept == [old, new]
+
+
+def test_a_relatives_fact_does_not_replace_ones_own(opened):
+    mem = opened(("I live in Lisbon.", "2024-01-10"), ("My sister lives in Berlin.", "2024-06-15"))
+    hits = list(mem.search("Where do I live?", user_id="ana", k=2))
+    assert hits[0].memory.text == "I live in Lisbon."
+    assert all(h.current is None for h in hits)
+    assert all("may have changed" not in h.text for h in hits)
+
+
+def test_a_question_about_the_past_keeps_the_old_fact_first_and_unmarked(opened):
+    mem = opened(NURSE, CLINIC)
+    for hits in (mem.search("Where did I work before?", user_id="ana", k=2),
+                 mem.search("Where do I work?", user_id="ana", k=2, as_of="2024-12-01")):
+        assert hits[0].memory.text == NURSE[0]
+        assert all(h.current is None for h in hits)
+        assert all("may have changed" not in h.text for h in hits)
