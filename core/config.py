@@ -66,7 +66,8 @@ class SearchConfig(_Group):
                           "(30 for a query asking for a list, a count, an order, a "
                           "summary or a judgement), its sentences sharing most of the "
                           "query's words (none shared: the hit stays whole); `hit.refs` then "
-                          "name only the turns the hit still carries words of. A gathering query's later hits that only "
+                          "name only the turns the hit still carries words of. A gathering "
+                          "query's later hits that only "
                           "repeat turns go after those that add one; for a judgement "
                           "('Would Ana enjoy...?'), those with the most common words go "
                           "last.")

@@ -18,11 +18,11 @@ import numpy as np
 
 from ..config import MemoryConfig, dotted_name
 from ..config import unit_words as unit_budget
+from ..language.units import passages
 from ..memory import ReflectiveMemory
 from ..models.embed import Embedder, default_embedder
 from ..ops.commands import BAD_DATA
 from ..ops.progress import progress
-from ..write.units import passages
 from .baselines import RETRIEVERS, UNITS, FixedUnits, build_units
 from .datasets import CATEGORY_LABELS, LOADERS, load_args
 from .dates import calendar_date, date_in_context

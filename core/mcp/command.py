@@ -11,13 +11,9 @@ from typing import TextIO
 from ..errors import InvalidInputError, MissingDependencyError, RMMError
 from ..ops.exits import OK, USAGE, CommandError
 from ..storage.base import Store
+from .tools import FORGET_SCOPED, MAX_CALL_CHARS
 
 DEFAULT_PORT = 8765
-FORGET_SCOPED = ("--allow-forget cannot go with --agent-id or --run-id: `forget` erases every "
-                 "agent's and run's memories of the user")
-MAX_CALL_CHARS = 50_000
-"""Default of `--max-call-chars`: the most text one `add` or `update` may write (a fact, or a
-conversation's messages together), so that one call is a few seconds' work."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -21,9 +21,14 @@ from ..memory import ReflectiveMemory
 from ..read.ranked import CONTEXT_WORDS
 from ..types import Memory, as_datetime
 from .access import Access
-from .command import FORGET_SCOPED, MAX_CALL_CHARS
 from .payload import memory_dict, result_dict, version_dict
 from .sdk import SDK
+
+FORGET_SCOPED = ("--allow-forget cannot go with --agent-id or --run-id: `forget` erases every "
+                 "agent's and run's memories of the user")
+MAX_CALL_CHARS = 50_000
+"""Default of `--max-call-chars`: the most text one `add` or `update` may write (a fact, or a
+conversation's messages together), so that one call is a few seconds' work."""
 
 MAX_MESSAGES = 100
 """The most messages one conversation `add` may hold: fewer than `sessions.max_turns` (200),

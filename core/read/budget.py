@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import InvalidInputError
+from ..language.dates import format_date
 from ..models import prompts
 from ..models.llm import metered
 from ..models.parse import ask_yes_no
 from ..text import Counter, as_counter, content_words
 from ..types import MemoryHit, Turn, check_count
-from .context import format_date
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
+from ..language.dates import format_date
 from ..types import Memory
-
-
-def format_date(moment: datetime) -> str:
-    """`8 May 2023`: short, unambiguous, and what temporal questions need."""
-    return f"{moment.day} {moment:%B %Y}"
 
 
 def hit_text(memory: Memory, *, dates: bool = True) -> str:

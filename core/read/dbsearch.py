@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..language.tokens import tokenize
 from ..storage.base import DatabaseSearch, SignalRow, Store
 from .index import (
     DEPTH,
@@ -24,7 +25,6 @@ from .index import (
     FusionWeights,
     Scale,
 )
-from .tokens import tokenize
 
 if TYPE_CHECKING:
     from ..lru import ByteLRU

@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..language.tokens import tokenize
 from ..types import MemoryHit
 from .index import QUESTION_WORDS
-from .tokens import tokenize
 
 WHOLE = 2
 """Hits kept whole at the head of the list."""

@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..language.tokens import tokenize
 from ..types import MemoryHit
 from .context import date_head
 from .excerpt import WHOLE, gathers, judges
-from .tokens import tokenize
 
 SMALL_TALK = 0.25
 """Share of the later hits a judgement moves to the end: those with the most common words."""

@@ -10,6 +10,8 @@ from dataclasses import replace
 import numpy as np
 
 from ..background import in_background
+from ..language.tokens import english_stemmer as english_stemmer  # and by the front door
+from ..language.tokens import tokenize
 from ..storage.base import IndexData, IndexDelta
 from .ann import Ann, evenly, size_class
 from .blas_threads import one_blas_thread
@@ -19,8 +21,6 @@ from .fusion import Candidates, FusionWeights, Scale, stats
 from .listing import Listing
 from .signals import Signals, distinct, distinct_groups, looked_up, signal_at, sparse_stats, within
 from .slots import SharedSlots, SlotVectors, TurnRows, best_of, neighbours
-from .tokens import english_stemmer as english_stemmer  # and by the front door
-from .tokens import tokenize
 
 QUESTION_WORDS = frozenset(
     "what when where who whom whose which why how did does do has have had is are was were "

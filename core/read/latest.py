@@ -15,8 +15,8 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from functools import lru_cache
 
+from ..language.claims import claims, topics_of
 from ..types import Memory, MemoryHit, as_utc
-from ..write.claims import claims, topics_of
 
 WINDOW = 8
 """Top hits compared: an update ranked lower than this is too far to matter to a reader."""

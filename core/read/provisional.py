@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from ..language.tokens import tokenize
+from ..language.units import passages
 from ..lru import ByteLRU
 from ..models.embed import Embedder
 from ..storage.base import Store
 from ..types import Memory, Turn
-from ..write.units import passages
 from .index import QUESTION_WORDS, Corpus, FusionWeights, Scale
-from .tokens import tokenize
 
 PREFIX = "turn:"
 """What a provisional hit's memory id starts with."""

@@ -10,6 +10,7 @@ cut that list, each keeping a prefix: `search(k=a)` is the head of `search(k=b)`
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 
 from ..text import count_words
 from ..types import MemoryHit
@@ -47,9 +48,7 @@ def within(hits: Iterable[MemoryHit], max_words: int | None) -> Iterator[MemoryH
 
 def numbered(hits: Sequence[MemoryHit]) -> list[MemoryHit]:
     """The hits with `rank` their place in the list, from 1."""
-    return [h if h.rank == n else MemoryHit(h.memory, h.score, h.text, n, h.retrieval,
-                                            h.excerpt_refs, h.current)
-            for n, h in enumerate(hits, 1)]
+    return [h if h.rank == n else replace(h, rank=n) for n, h in enumerate(hits, 1)]
 
 
 def depth_for(window: int, k: int | None, max_words: int | None) -> int:

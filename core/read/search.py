@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..config import MemoryConfig, unit_words
+from ..language.tokens import tokenize
 from ..metadata import matches
 from ..models.embed import Embedder
 from ..storage.base import Store
@@ -27,7 +28,6 @@ from .latest import latest_first
 from .provisional import OpenTurns
 from .ranked import depth_for, numbered, within
 from .score import coverage, relevance, scored
-from .tokens import tokenize
 from .validity import about_the_past, arrange, valid_at
 from .when import named_period, prefer_period
 

@@ -7,9 +7,9 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from ..language.claims import topics_of
+from ..language.dates import format_date
 from ..types import Memory, MemoryHit, as_utc
-from ..write.claims import topics_of
-from .context import format_date
 
 ABOUT_THE_PAST = re.compile(
     r"\b(?:before|used to|previous(?:ly)?|former(?:ly)?|original(?:ly)?|at first|"

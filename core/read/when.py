@@ -1,7 +1,7 @@
 """Questions that name a time ("in October 2023", "on May 3, 2023", "last summer") prefer
 the memories of that time: said then, or saying a date of it.
 
-Absolute dates are read as written; relative ones are resolved by `write.timeref` against
+Absolute dates are read as written; relative ones are resolved by `language.timeref` against
 the moment the question is asked about (`as_of`, else now), as they are when memories are
 written. A month without a year ("camping in June") matches that month of any year.
 """
@@ -16,8 +16,8 @@ from functools import lru_cache
 
 import regex
 
+from ..language.timeref import SEASONS, find_relative, resolve
 from ..types import Memory, MemoryHit
-from ..write.timeref import SEASONS, find_relative, resolve
 
 WINDOW = 30
 """Top hits reordered: deep enough to lift a memory of the named time that ranked lower

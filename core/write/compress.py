@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from ..errors import InvalidInputError, MissingDependencyError
-from ..read.tokens import WORD
+from ..language.tokens import WORD
 
 # Function words and chat filler; content words, names, numbers and dates are kept.
 FILLER_WORDS = frozenset("""

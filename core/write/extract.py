@@ -7,13 +7,13 @@ import re
 from typing import Any, Protocol, runtime_checkable
 
 from ..config import DEFAULT_UNIT_WORDS
+from ..language.tokens import tokenize
+from ..language.units import split_text
 from ..models import prompts
 from ..models.llm import metered
 from ..models.parse import ParseError, as_index, ask, load_json, with_fallback
-from ..read.tokens import tokenize
 from ..types import Turn
 from .session import Draft, SessionInput
-from .units import split_text
 
 
 @runtime_checkable

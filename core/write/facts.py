@@ -7,12 +7,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from ..language.timeref import ground
+from ..language.units import passages
 from ..models.embed import Embedder
 from ..storage.base import NewMemory, Store
 from ..types import Memory, Turn, new_memory_id, utcnow
 from .compress import Compressor
-from .timeref import ground
-from .units import passages
 
 
 def fact_memories(text: str, *, user_id: str, metadata: dict[str, Any], words: int,

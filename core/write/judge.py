@@ -11,10 +11,10 @@ from typing import Any
 
 from ..config import MemoryConfig
 from ..errors import InvalidInputError
+from ..language.dates import format_date
 from ..models import prompts
 from ..models.llm import metered
 from ..models.parse import ParseError, ask, with_fallback
-from ..read.context import format_date
 from ..types import FactChange, Memory
 
 PASSED_OVER = 2

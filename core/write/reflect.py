@@ -10,6 +10,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..errors import ReflectionError, RMMError
+from ..language.timeref import ground
+from ..language.units import fit_units, passages
 from ..models.embed import Embedder
 from ..models.llm import usage_scope
 from ..read.index import UserIndex
@@ -20,8 +22,6 @@ from .extract import Extractor, SegmentExtractor
 from .reconcile import Reconciler
 from .segment import Segmenter
 from .session import Draft, SessionInput
-from .timeref import ground
-from .units import fit_units, passages
 
 log = logging.getLogger("rmm_core.write.reflect")
 

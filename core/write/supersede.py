@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..language.claims import SINGLE_VALUED, Claim, Value, claims
 from ..storage.base import Store
 from ..types import FactChange, Memory, as_utc
-from .claims import SINGLE_VALUED, Claim, Value, claims
 
 if TYPE_CHECKING:
     from .judge import ChangeJudge

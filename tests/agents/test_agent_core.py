@@ -439,8 +439,8 @@ def test_bm25_of_texts_outside_the_bank_is_bm25s_own_score():
     must be exactly what bm25s gives them."""
     from collections import Counter
 
+    from rmm_core.language.tokens import tokenize
     from rmm_core.read.index import Corpus, bm25_index
-    from rmm_core.read.tokens import tokenize
 
     docs = tokenize(["my sister breeds greyhounds near Lisbon", "greyhounds are fast dogs",
                      "I repair motorbikes", "my sister and my brother visit Lisbon often"])

@@ -21,8 +21,7 @@ from pathlib import Path
 import numpy as np
 from mcp_helpers import ENV, call, stdio_session
 
-from rmm_core.mcp.command import MAX_CALL_CHARS
-from rmm_core.mcp.tools import MAX_MESSAGES
+from rmm_core.mcp.tools import MAX_CALL_CHARS, MAX_MESSAGES
 
 WORDS = "apple river stone cloud paper garden silver window market bridge violin".split()
 

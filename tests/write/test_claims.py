@@ -1,8 +1,8 @@
-"""How `write/claims.py` reads a sentence: the parts the supersession rules compare."""
+"""How `language/claims.py` reads a sentence: the parts the supersession rules compare."""
 
 from __future__ import annotations
 
-from rmm_core.write.claims import claims
+from rmm_core.language.claims import claims
 
 
 def one(text: str, speakers: tuple[str, ...] = ("user",)):

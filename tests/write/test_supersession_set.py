@@ -1,4 +1,4 @@
-"""The supersession rules (`write/supersede.py`, `write/claims.py`): floors on the packaged
+"""The supersession rules (`write/supersede.py`, `language/claims.py`): floors on the packaged
 labelled set, and clear cases one at a time."""
 
 from __future__ import annotations

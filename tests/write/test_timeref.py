@@ -8,9 +8,9 @@ from datetime import date, datetime, timedelta
 import pytest
 
 from rmm_core.bench.dates import calendar_date, date_in_context
+from rmm_core.language.timeref import ground
 from rmm_core.read.context import format_date
 from rmm_core.types import utcnow
-from rmm_core.write.timeref import ground
 
 SAID = datetime(2023, 5, 8, 13, 56)  # a Monday
 

@@ -10,8 +10,8 @@ from datetime import datetime
 import pytest
 
 from rmm_core import Turn
-from rmm_core.write.timeref import ground
-from rmm_core.write.units import fit_units, passages, words
+from rmm_core.language.timeref import ground
+from rmm_core.language.units import fit_units, passages, words
 
 SENTENCES = [f"Fact number {i} is that the {w} sits near marker {i * 7}." for i, w in
              enumerate(["lamp", "river", "kettle", "ladder", "violin"] * 200)]

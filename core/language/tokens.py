@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 import regex
 from bm25s.stopwords import STOPWORDS_EN
@@ -53,12 +54,19 @@ def tokenize(texts: Iterable[str], stemmer: Callable | None = None,
 
     `stemmer` maps a list of words to their stems (PyStemmer's `stemWords`).
     """
-    stop = _STOPWORDS.union(drop) if drop else _STOPWORDS
+    drop = frozenset(drop)
     out = []
     for text in texts:
-        words = [w for w in terms(text) if w not in stop]
+        words = [w for w in _words(text) if w not in drop] if drop else list(_words(text))
         out.append(list(stemmer(words)) if stemmer is not None and words else words)
     return out
+
+
+@lru_cache(maxsize=16384)
+def _words(text: str) -> tuple[str, ...]:
+    """`terms` without English stop words; cached, since a search reads the same memories'
+    texts query after query."""
+    return tuple(w for w in terms(text) if w not in _STOPWORDS)
 
 
 def english_stemmer() -> Callable | None:

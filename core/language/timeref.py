@@ -15,7 +15,7 @@ from datetime import date, datetime, timedelta
 
 import regex
 
-from ..read.context import format_date
+from .dates import format_date
 
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
