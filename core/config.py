@@ -65,9 +65,8 @@ class SearchConfig(_Group):
                           "memory's lines by the speakers the query names and, past 60 words "
                           "(30 for a query asking for a list, a count, an order, a "
                           "summary or a judgement), its sentences sharing most of the "
-                          "query's words (none shared: the hit stays whole); `hit.refs` then "
-                          "name only the turns the hit still carries words of. A gathering "
-                          "query's later hits that only "
+                          "query's words; `hit.refs` then name only the turns the hit still "
+                          "carries words of. A gathering query's later hits that only "
                           "repeat turns go after those that add one; for a judgement "
                           "('Would Ana enjoy...?'), those with the most common words go "
                           "last.")

@@ -6,11 +6,10 @@ The first WHOLE hits stay whole (the context around the best evidence). Every la
 keeps, of a memory that holds several speakers' turns, only the turns of the speakers the
 question names ("What has Melanie painted?": Melanie's own words); and when it is still
 longer than EXCERPT_WORDS, only its sentences sharing most of the question's words (ties
-broken by how close their turn is to the question), in their order. A hit none of whose
-sentences shares a word with the question (asked in other words, or in another language
-than the stemmer's) stays whole: words cannot tell which of its sentences bears on it.
-A question that asks for a list, a count, an order or a summary (`gathers`) is served by
-gathering: the later hits are cut to GATHER_WORDS instead, so that many distinct hits fit.
+broken by how close their turn is to the question), in their order. A colon does not end a
+sentence: what follows "Quick question:" is what it introduces. A question that asks for a
+list, a count, an order or a summary (`gathers`) is served by gathering: the later hits are
+cut to GATHER_WORDS instead, so that many distinct hits fit.
 So is a question that asks for a judgement ("Would Ana enjoy a cooking class?"): no one
 turn says its answer. A hit's `refs` then name only the turns it still carries words of.
 """
@@ -52,8 +51,7 @@ would enjoy, might do next, is likely to be, or what you would suggest. No one t
 the answer; it is weighed from many things the person said, so it gathers too."""
 
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*")
-"""Where a sentence (or clause) ends: after its punctuation, or at a line break (not after
-a colon: what follows "Quick question:" is what it introduces)."""
+"""Where a sentence (or clause) ends: after its punctuation, or at a line break."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +84,7 @@ def excerpts(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     tokens = iter(tokenize([query, *sentences], stemmer, QUESTION_WORDS))
     asked = set(next(tokens))
     shared = {s: len(asked.intersection(t)) for s, t in zip(sentences, tokens)}
-    return [_excerpt(h, cut[i], shared, words)
-            if i in cut and any(shared[s] for p in cut[i] for s in p.sentences) else h
+    return [_excerpt(h, cut[i], shared, words) if i in cut else h
             for i, h in enumerate(hits)]
 
 

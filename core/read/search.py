@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,18 @@ Pooled = tuple[Memory, float, np.ndarray]
 """A search candidate before reranking: the memory, its fused score, its vector rows."""
 
 
+@dataclass(slots=True)
+class Listed:
+    """One search's ranked list before it is cut, with what scoring and feedback need."""
+
+    hits: list[MemoryHit]
+    head: list[MemoryHit]  # the window, reranked and arranged
+    candidates: list[MemoryHit]  # in retrieval order
+    rows: dict[str, np.ndarray]  # each candidate's vector rows, by memory id
+    ranking: Any  # the reranker's Ranking (None: nothing ranked)
+    steps: ReadSteps
+
+
 class Searcher:
     """Retrieval for `ReflectiveMemory.search` over one store, index cache and reranker."""
 
@@ -61,8 +74,7 @@ class Searcher:
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
         if not query.strip():
             return result
-        window = self.config.search.candidates
-        depth = depth_for(window, k, max_words)
+        depth = depth_for(self.config.search.candidates, k, max_words)
         drawn = depth * 3 if as_of else depth
         while True:  # a budget short hits leave unfilled, or an as_of, draws deeper
             pool = self._pool(user_id, query, drawn, wanted, session_id)
@@ -75,38 +87,24 @@ class Searcher:
                 if full and len(found) < depth:
                     drawn *= 4
                     continue
-            candidates = [MemoryHit(m, float(score), self._text(m), rank)
-                          for rank, (m, score, _) in enumerate(found, 1)]
-            rows = {c.memory.id: r for c, (_, _, r) in zip(candidates, found)}
-            result.candidates = candidates
-            head, ranking = self.reranker.rerank(user_id, query_vec, candidates[:window],
-                                                 [r for _, _, r in found[:window]], window,
-                                                 explore=explore, query=query)
-            steps = ReadSteps(explain)
-            steps.after("rerank", head)
-            tail = candidates[window:]
-            if follow_links:
-                head, tail = self._linked(user_id, head, tail, query_vec, wanted)
-                steps.after("linked memories", head)
-            head = self._arranged(head, query, as_of, steps, query_vec, rows)
-            excerpt = self.config.search.excerpts
-            if excerpt and gathers(query):  # gathering orders the window by what it carries
-                head = self._excerpted(head, head, query, query_vec, rows, None)
-                head = gathered(head, query, self.indexes.stemmer)
-                steps.after("gathering", head)
-            listed = [*head, *tail][:k]
-            if excerpt:
-                listed = self._excerpted(listed, head, query, query_vec, rows, max_words)
-            hits = list(within(listed, max_words))
-            if max_words is None or len(hits) < len(listed) or not full or \
+            listed = self._listed(found, query, query_vec, user_id=user_id, wanted=wanted,
+                                  follow_links=follow_links, explore=explore, as_of=as_of,
+                                  explain=explain)
+            shown = listed.hits[:k]
+            if self.config.search.excerpts:
+                shown = self._excerpted(shown, listed.head, query, query_vec, listed.rows,
+                                        max_words)
+            hits = list(within(shown, max_words))
+            if max_words is None or len(hits) < len(shown) or not full or \
                     k is not None and len(hits) >= k:
                 break
             depth, drawn = depth * 4, drawn * 4
+        candidates, rows, ranking = listed.candidates, listed.rows, listed.ranking
         relevance_of = self._relevance(candidates, hits, query, query_vec, rows)
         hits = numbered(scored(hits, relevance_of, min_score))
         result.hits = hits
         if ranking is not None:  # the reranker's own picks among what was shown
-            ranking.kept = min(len(hits), len(head), ranking.kept)
+            ranking.kept = min(len(hits), len(listed.head), ranking.kept)
         result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
                                        retrieval=c.score) for c in candidates]
         result.state = {"query_vec": query_vec, "ranking": ranking}
@@ -115,8 +113,34 @@ class Searcher:
                 result, indexes=None if self.database.wanted(user_id) else self.indexes,
                 weights=self.weights, reranker=self.reranker, query_vec=query_vec,
                 vectors=[rows[c.memory.id] for c in candidates], wanted=wanted, top=depth,
-                steps=steps.orders)
+                steps=listed.steps.orders)
         return result
+
+    def _listed(self, found: list[Pooled], query: str, query_vec: np.ndarray, *,
+                user_id: str, wanted: Mapping[str, Any], follow_links: bool, explore: bool,
+                as_of: datetime | None, explain: bool) -> Listed:
+        """The one ranked list of `found`: the window reranked and arranged by the read
+        steps, then the deeper candidates in retrieval order; hits later than the first
+        WHOLE cut to excerpts (only as many as the caller's cut can use: see `search`)."""
+        window = self.config.search.candidates
+        candidates = [MemoryHit(m, float(score), self._text(m), rank)
+                      for rank, (m, score, _) in enumerate(found, 1)]
+        rows = {c.memory.id: r for c, (_, _, r) in zip(candidates, found)}
+        head, ranking = self.reranker.rerank(user_id, query_vec, candidates[:window],
+                                             [r for _, _, r in found[:window]], window,
+                                             explore=explore, query=query)
+        steps = ReadSteps(explain)
+        steps.after("rerank", head)
+        tail = candidates[window:]
+        if follow_links:
+            head, tail = self._linked(user_id, head, tail, query_vec, wanted)
+            steps.after("linked memories", head)
+        head = self._arranged(head, query, as_of, steps, query_vec, rows)
+        if self.config.search.excerpts and gathers(query):  # ordered by what hits carry
+            head = gathered(self._excerpted(head, head, query, query_vec, rows, None),
+                            query, self.indexes.stemmer)
+            steps.after("gathering", head)
+        return Listed([*head, *tail], head, candidates, rows, ranking, steps)
 
     def _linked(self, user_id: str, head: list[MemoryHit], tail: list[MemoryHit],
                 query_vec: np.ndarray, wanted: Mapping[str, Any]
