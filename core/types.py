@@ -288,7 +288,8 @@ class FactChange:
 @dataclass(frozen=True, slots=True)
 class MemoryHit:
     """A retrieved memory; `text` is exactly what goes into the LLM's context, `score` its
-    relevance to the query in [0, 1] (`rmm_core.read.score`), `rank` its place in the result."""
+    relevance to the query in [0, 1] (`rmm_core.read.score`), `rank` its place in the result,
+    `current` False when the search judged it an older version of what a newer hit says."""
 
     memory: Memory
     score: float
@@ -300,6 +301,11 @@ class MemoryHit:
     excerpt_refs: tuple[str, ...] | None = None
     """The turns `text` still carries words of when it is an excerpt of its memory that
     left some turns out (`rmm_core.read.excerpt`); None: all of the memory's refs."""
+    current: bool | None = None
+    """Whether the hit still holds, judged at read time (`rmm_core.read.versions`): False
+    when a newer hit of the same search answers the same question about the same person
+    (an older version of what it says; its text then notes what replaced it); None: not
+    judged (see `memory.current` for what was recorded on write)."""
 
     @property
     def refs(self) -> list[str]:
@@ -316,7 +322,8 @@ class MemoryHit:
             "memory_id": memory.id, "score": self.score, "rank": self.rank,
             "refs": list(self.refs), "session_ids": list(memory.session_ids),
             "occurred_at": iso(memory.occurred_at), "created_at": iso(memory.created_at),
-            "updated_at": iso(memory.updated_at), "current": memory.current,
+            "updated_at": iso(memory.updated_at),
+            "current": self.current if self.current is not None else memory.current,
             "valid_from": iso(memory.valid_from), "valid_to": iso(memory.valid_to),
             "superseded_by": memory.superseded_by, "supersedes": list(memory.supersedes),
             "conflicts": list(memory.conflicts),

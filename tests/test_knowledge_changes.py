@@ -37,7 +37,7 @@ def test_a_move_supersedes_the_old_home_and_the_new_one_comes_first(mem):
     hits = mem.search("Where do I live?", user_id="ana", k=3)
     assert hits[0].memory.id == berlin
     old = next(h for h in hits if h.memory.id == lisbon)
-    assert old.rank == 1
+    assert old.rank == 2  # right after its successor; ranks count from 1
     assert not old.memory.current
     assert old.memory.superseded_by == berlin
     assert old.memory.valid_to == datetime(2024, 6, 15, 9, tzinfo=timezone.utc)
