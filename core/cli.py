@@ -27,6 +27,7 @@ BENCHES = {
     "links": ("rmm_core.bench.links", "A-MEM link following on LoCoMo multi-hop questions"),
     "supersede": ("rmm_core.bench.supersede", "supersession rules on a labelled set of memory "
                   "pairs, against embedding similarity"),
+    "excerpts": ("rmm_core.bench.excerpts", "answer words search's excerpts keep, against cuts"),
     "paired": ("rmm_core.bench.paired", "ingest and search time of a setting against the "
                "defaults, in turn in one process"),
     "mcp": ("rmm_core.bench.mcp_speed", "search latency through `rmm mcp` (stdio and HTTP) "
