@@ -57,16 +57,19 @@ def tokenize(texts: Iterable[str], stemmer: Callable | None = None,
     drop = frozenset(drop)
     out = []
     for text in texts:
-        words = [w for w in _words(text) if w not in drop] if drop else list(_words(text))
-        out.append(list(stemmer(words)) if stemmer is not None and words else words)
+        pairs = _stemmed(text, stemmer)
+        out.append([stem for word, stem in pairs if word not in drop] if drop
+                   else [stem for _, stem in pairs])
     return out
 
 
 @lru_cache(maxsize=16384)
-def _words(text: str) -> tuple[str, ...]:
-    """`terms` without English stop words; cached, since a search reads the same memories'
-    texts query after query."""
-    return tuple(w for w in terms(text) if w not in _STOPWORDS)
+def _stemmed(text: str, stemmer: Callable | None) -> tuple[tuple[str, str], ...]:
+    """Each of `terms` that is no English stop word, with its stem; cached, since a search
+    reads the same memories' texts query after query."""
+    words = [w for w in terms(text) if w not in _STOPWORDS]
+    stems = stemmer(words) if stemmer is not None and words else words
+    return tuple(zip(words, stems))
 
 
 def english_stemmer() -> Callable | None:
