@@ -67,18 +67,20 @@ class _Part:
 
 def excerpts(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
              rows: Mapping[str, np.ndarray], stemmer: Callable | None = None, *,
-             speakers: set[str] | None = None) -> list[MemoryHit]:
-    """`hits` in the same order, those after the first WHOLE cut to what bears on `query`
+             speakers: set[str] | None = None, whole: int = WHOLE) -> list[MemoryHit]:
+    """`hits` in the same order, those after the first `whole` cut to what bears on `query`
     (to GATHER_WORDS when it `gathers`, else EXCERPT_WORDS; `rows`: memory id -> its
     vector rows, its own then its turns', where known). The query names speakers among
-    `speakers` (default: the later hits'), so that a longer list cuts its head alike."""
-    if len(hits) <= WHOLE:
+    `speakers` (default: the later hits'), so that a longer list cuts its head alike; a
+    hit's cut depends on nothing else, so a list can be cut a slice at a time (`whole=0`
+    for a slice past the head)."""
+    if len(hits) <= whole:
         return list(hits)
     words = GATHER_WORDS if gathers(query) else EXCERPT_WORDS
     if speakers is None:
-        speakers = {s for h in hits[WHOLE:] for s in h.memory.speakers}
+        speakers = {s for h in hits[whole:] for s in h.memory.speakers}
     names = _named(query, speakers)
-    cut = {i: parts for i, h in enumerate(hits) if i >= WHOLE
+    cut = {i: parts for i, h in enumerate(hits) if i >= whole
            if (parts := _parts(h, names, query_vec, rows.get(h.memory.id))) is not None}
     sentences = [s for parts in cut.values() for p in parts for s in p.sentences]
     tokens = iter(tokenize([query, *sentences], stemmer, QUESTION_WORDS))

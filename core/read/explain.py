@@ -10,6 +10,7 @@ signals' scale; a plain search pays nothing for it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -72,6 +73,8 @@ class Explanation:
     reranker: str
     weights: dict[str, float] = field(default_factory=dict)
     budget: int = DEFAULT_BUDGET
+    timings: dict[str, float] = field(default_factory=dict)
+    """Milliseconds the search spent in each stage (`Laps`), in order."""
 
     @property
     def hits(self) -> list[Row]:
@@ -92,14 +95,15 @@ class Explanation:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (the CLI's `--json`)."""
         return {"query": self.query, "reranker": self.reranker, "weights": self.weights,
-                "budget": self.budget, "cut": self.cut(),
+                "budget": self.budget, "cut": self.cut(), "timings_ms": self.timings,
                 "rows": [{f: getattr(r, f) for f in Row.__slots__} for r in self.rows]}
 
 
 def explain(result: SearchResult, *, indexes: IndexCache | None, weights: FusionWeights,
             reranker: Any, query_vec: np.ndarray, vectors: Sequence[np.ndarray],
             wanted: Mapping[str, Any], top: int, budget: int = DEFAULT_BUDGET,
-            steps: Sequence[tuple[str, list[str]]] = ()) -> Explanation:
+            steps: Sequence[tuple[str, list[str]]] = (),
+            timings: Mapping[str, float] | None = None) -> Explanation:
     """The explanation of a finished search. `vectors` are its candidates' vector rows in
     candidate order, `wanted`/`top` the metadata filter and depth it searched the index
     with, `indexes` None when it searched inside the database (no index scale), `steps`
@@ -132,7 +136,25 @@ def explain(result: SearchResult, *, indexes: IndexCache | None, weights: Fusion
     big = len(rows) + 1
     rows.sort(key=lambda r: (r.final_rank if r.final_rank is not None else big,
                              r.rerank_rank if r.rerank_rank is not None else big))
-    return Explanation(result.query, rows, reranker_kind(reranker), named, budget)
+    return Explanation(result.query, rows, reranker_kind(reranker), named, budget,
+                       dict(timings or {}))
+
+
+class Laps:
+    """Seconds one search spends in each stage, in order; a stage run twice (a search that
+    draws deeper) adds up."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._since = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - self._since
+        self._since = now
+
+    def ms(self) -> dict[str, float]:
+        return {stage: round(1000 * s, 2) for stage, s in self.seconds.items()}
 
 
 class ReadSteps:
@@ -244,6 +266,9 @@ def format_explanation(explanation: Explanation, *, width: int = 60) -> str:
     lines = [f"query: {explanation.query}", f"reranker: {explanation.reranker}; "
              f"{explanation.budget} words of context hold the first {explanation.cut()} "
              f"of {len(explanation.hits)} hits",
+             *([("time: " + ", ".join(f"{stage} {ms:.1f} ms" for stage, ms
+                                       in explanation.timings.items()))]
+               if explanation.timings else []),
              f"{'final':>5} {'rerank':>6} {'retr':>4} {'bm25':>6} {'dense':>6} {'turn':>6} "
              f"{'fused':>6} {'rerank':>7} {'words':>5}  text"]
     cut = explanation.cut()

@@ -21,7 +21,7 @@ from .cache import IndexCache
 from .context import hit_text
 from .dbsearch import DatabaseSearcher
 from .excerpt import EXCERPT_WORDS, WHOLE, excerpts, gathers
-from .explain import ReadSteps
+from .explain import Laps, ReadSteps
 from .explain import explain as explained
 from .gather import gathered
 from .index import QUESTION_WORDS, FusionWeights, Scale, UserIndex
@@ -74,10 +74,11 @@ class Searcher:
         result = SearchResult(uuid.uuid4().hex, query, user_id, [])
         if not query.strip():
             return result
+        laps = Laps()
         depth = depth_for(self.config.search.candidates, k, max_words)
         drawn = depth * 3 if as_of else depth
         while True:  # a budget short hits leave unfilled, or an as_of, draws deeper
-            pool = self._pool(user_id, query, drawn, wanted, session_id)
+            pool = self._pool(user_id, query, drawn, wanted, session_id, laps)
             if pool is None:
                 return result
             found, query_vec = pool
@@ -89,12 +90,13 @@ class Searcher:
                     continue
             listed = self._listed(found, query, query_vec, user_id=user_id, wanted=wanted,
                                   follow_links=follow_links, explore=explore, as_of=as_of,
-                                  explain=explain)
+                                  explain=explain, laps=laps)
             shown = listed.hits[:k]
             if self.config.search.excerpts:
                 shown = self._excerpted(shown, listed.head, query, query_vec, listed.rows,
                                         max_words)
             hits = list(within(shown, max_words))
+            laps.lap("excerpts")
             if max_words is None or len(hits) < len(shown) or not full or \
                     k is not None and len(hits) >= k:
                 break
@@ -102,6 +104,7 @@ class Searcher:
         candidates, rows, ranking = listed.candidates, listed.rows, listed.ranking
         relevance_of = self._relevance(candidates, hits, query, query_vec, rows)
         hits = numbered(scored(hits, relevance_of, min_score))
+        laps.lap("scores")
         result.hits = hits
         if ranking is not None:  # the reranker's own picks among what was shown
             ranking.kept = min(len(hits), len(listed.head), ranking.kept)
@@ -113,12 +116,12 @@ class Searcher:
                 result, indexes=None if self.database.wanted(user_id) else self.indexes,
                 weights=self.weights, reranker=self.reranker, query_vec=query_vec,
                 vectors=[rows[c.memory.id] for c in candidates], wanted=wanted, top=depth,
-                steps=listed.steps.orders)
+                steps=listed.steps.orders, timings=laps.ms())
         return result
 
     def _listed(self, found: list[Pooled], query: str, query_vec: np.ndarray, *,
                 user_id: str, wanted: Mapping[str, Any], follow_links: bool, explore: bool,
-                as_of: datetime | None, explain: bool) -> Listed:
+                as_of: datetime | None, explain: bool, laps: Laps) -> Listed:
         """The one ranked list of `found`: the window reranked and arranged by the read
         steps, then the deeper candidates in retrieval order; hits later than the first
         WHOLE cut to excerpts (only as many as the caller's cut can use: see `search`)."""
@@ -129,6 +132,7 @@ class Searcher:
         head, ranking = self.reranker.rerank(user_id, query_vec, candidates[:window],
                                              [r for _, _, r in found[:window]], window,
                                              explore=explore, query=query)
+        laps.lap("rerank")
         steps = ReadSteps(explain)
         steps.after("rerank", head)
         tail = candidates[window:]
@@ -140,6 +144,7 @@ class Searcher:
             head = gathered(self._excerpted(head, head, query, query_vec, rows, None),
                             query, self.indexes.stemmer)
             steps.after("gathering", head)
+        laps.lap("read steps")
         return Listed([*head, *tail], head, candidates, rows, ranking, steps)
 
     def _linked(self, user_id: str, head: list[MemoryHit], tail: list[MemoryHit],
@@ -190,18 +195,18 @@ class Searcher:
         hold are cut (in growing prefixes: the cut of a hit does not depend on the others)."""
         speakers = {s for h in head[WHOLE:] for s in h.memory.speakers}
 
-        def cut(upto: int) -> list[MemoryHit]:
-            return excerpts(hits[:upto], query, query_vec, rows, self.indexes.stemmer,
-                            speakers=speakers)
+        def cut(start: int, end: int) -> list[MemoryHit]:
+            return excerpts(hits[start:end], query, query_vec, rows, self.indexes.stemmer,
+                            speakers=speakers, whole=max(WHOLE - start, 0))
 
         if max_words is None:
-            return cut(len(hits))
+            return cut(0, len(hits))
         upto = -(-max_words // EXCERPT_WORDS) + WHOLE
-        while True:
-            done = cut(upto)
-            if upto >= len(hits) or len(list(within(done, max_words))) < len(done):
-                return [*done, *hits[upto:]]
-            upto *= 4
+        done = cut(0, upto)
+        while upto < len(hits) and len(list(within(done, max_words))) == len(done):
+            done += cut(upto, 2 * upto)
+            upto *= 2
+        return [*done, *hits[upto:]]
 
     def _relevance(self, candidates: Sequence[MemoryHit], hits: Sequence[MemoryHit],
                    query: str, query_vec: np.ndarray, rows: Mapping[str, np.ndarray]
@@ -221,7 +226,7 @@ class Searcher:
         return hit_text(memory, dates=self.config.search.context_dates)
 
     def _pool(self, user_id: str, query: str, top: int, wanted: Mapping[str, Any],
-              session_id: str | None) -> tuple[list[Pooled], np.ndarray] | None:
+              session_id: str | None, laps: Laps) -> tuple[list[Pooled], np.ndarray] | None:
         """The `top` fused candidates, memories and then the open turns they do not cover,
         with the query's vector (None: nothing to search)."""
         # open turns before the index: a turn reflected in between is then in both, and
@@ -233,7 +238,9 @@ class Searcher:
         index = None if self.database.wanted(user_id) else self.indexes.get(user_id)
         if index is not None and not len(index) and not opened:
             return None
+        laps.lap("open turns")
         query_vec = self.embedder.embed([query])[0]
+        laps.lap("embed")
         if index is None:
             found, scale = self._database_candidates(user_id, query, query_vec, top, wanted)
         else:
@@ -243,6 +250,7 @@ class Searcher:
         found += [(p.memory, p.score, p.vectors) for p in self.open_turns.score(
             user_id, [(t, m) for t, m in opened if t.id not in covered], query, query_vec,
             self.weights, scale, index.corpus if scale and index is not None else None, top)]
+        laps.lap("retrieval")
         return sorted(found, key=lambda item: -item[1])[:top], query_vec
 
     def _memory_candidates(self, user_id: str, index: UserIndex, query: str,

@@ -78,7 +78,12 @@ def test_cli_prints_the_explanation(tmp_path, capsys, embedder):
     out = capsys.readouterr().out
     assert "60 words of context hold the first" in out
     assert "bm25" in out
+    assert "time: open turns" in out
     assert main(["--db", db, "search", "--user", "maya", QUERY, "--explain", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["cut"] <= 5
     assert data["rows"][0]["final_rank"] == 1
+    assert list(data["timings_ms"]) == ["open turns", "embed", "retrieval", "rerank",
+                                        "read steps", "excerpts", "scores"]
+    assert all(ms >= 0 for ms in data["timings_ms"].values())
+    assert data["timings_ms"]["embed"] > 0
