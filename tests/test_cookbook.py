@@ -127,7 +127,7 @@ def check_mcp_client(out: str) -> None:
     """`rmm mcp` over stdio: its tools listed, a fact and a conversation added, each found by
     the next search (best first), another user's memory refused."""
     assert "tools: add, search, get, update, delete, history, profile\n" in out
-    assert re.search(r"from turns \w+:1, \w+:2, \w+:3", out)
+    assert re.search(r"from turns mcp-[\w-]+:1, mcp-[\w-]+:2, mcp-[\w-]+:3", out)
     cat = section(out, "Q: What is my cat afraid of?", "Q: ").strip().splitlines()
     race = section(out, "Q: Which race am I training for?", "another user").strip().splitlines()
     assert "vacuum cleaner" in cat[0]

@@ -15,9 +15,6 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 import regex
-from bm25s.stopwords import STOPWORDS_EN
-
-_STOPWORDS = frozenset(STOPWORDS_EN)
 
 _LETTER = r"[\p{L}\p{M}\p{N}]"
 _UNSPACED = "".join(rf"\p{{scx={script}}}" for script in (
@@ -67,9 +64,19 @@ def tokenize(texts: Iterable[str], stemmer: Callable | None = None,
 def _stemmed(text: str, stemmer: Callable | None) -> tuple[tuple[str, str], ...]:
     """Each of `terms` that is no English stop word, with its stem; cached, since a search
     reads the same memories' texts query after query."""
-    words = [w for w in terms(text) if w not in _STOPWORDS]
+    stop = _stopwords()
+    words = [w for w in terms(text) if w not in stop]
     stems = stemmer(words) if stemmer is not None and words else words
     return tuple(zip(words, stems))
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    """bm25s's English stop words (imported on first use: importing the package loads no
+    retrieval library)."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
 
 
 def english_stemmer() -> Callable | None:

@@ -74,7 +74,7 @@ def test_follow_links_brings_a_linked_memory_into_the_top_k(embedder):
     assert len(linked) == 2
     assert linked[0].memory.id == top.id
     assert linked[1].memory.id in top.attrs["links"]
-    assert [h.rank for h in linked] == [0, 1]
+    assert [h.rank for h in linked] == [1, 2]
     assert linked[1].text.endswith(linked[1].memory.text)
 
 
