@@ -67,6 +67,18 @@ def test_as_of_answers_what_was_true_then(mem):
     assert not mem.search("Where do I live?", user_id="ana", as_of="2023-12-31").hits
 
 
+def test_as_of_before_a_change_does_not_show_the_change_on_the_old_hit(mem):
+    """As of March the move to Berlin had not happened: the Lisbon hit used to say
+    "(changed 15 June 2024 → ...)" all the same."""
+    lisbon, _ = _moved(mem)
+    [then] = mem.search("Where do I live?", user_id="ana", as_of="2024-03-01")
+    assert then.memory.id == lisbon
+    assert "changed" not in then.text
+    assert "Berlin" not in then.text
+    later = mem.search("Where do I live?", user_id="ana", k=3)
+    assert "(changed 15 June 2024 → " in next(h for h in later if h.memory.id == lisbon).text
+
+
 def test_a_question_about_the_past_keeps_the_old_memory_in_reach(mem):
     lisbon, berlin = _moved(mem)
     ids = [h.memory.id for h in mem.search("Where did I live before Berlin?", user_id="ana",
