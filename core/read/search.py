@@ -35,6 +35,9 @@ from .when import named_period, prefer_period
 if TYPE_CHECKING:
     from ..learn.rerank import LearnedReranker
 
+GATHER_WINDOW = 5
+"""How many times `search.candidates` a question that gathers reranks and arranges."""
+
 Pooled = tuple[Memory, float, np.ndarray]
 """A search candidate before reranking: the memory, its fused score, its vector rows."""
 
@@ -75,7 +78,8 @@ class Searcher:
         if not query.strip():
             return result
         laps = Laps()
-        depth = depth_for(self.config.search.candidates, k, max_words)
+        window = self._window(query)
+        depth = depth_for(window, k, max_words)
         drawn = depth * 3 if as_of else depth
         while True:  # a budget short hits leave unfilled, or an as_of, draws deeper
             pool = self._pool(user_id, query, drawn, wanted, session_id, laps)
@@ -88,7 +92,8 @@ class Searcher:
                 if full and len(found) < depth:
                     drawn *= 4
                     continue
-            listed = self._listed(found, query, query_vec, user_id=user_id, wanted=wanted,
+            listed = self._listed(found, window, query, query_vec, user_id=user_id,
+                                  wanted=wanted,
                                   follow_links=follow_links, explore=explore, as_of=as_of,
                                   explain=explain, laps=laps)
             shown = listed.hits[:k]
@@ -119,13 +124,21 @@ class Searcher:
                 steps=listed.steps.orders, timings=laps.ms())
         return result
 
-    def _listed(self, found: list[Pooled], query: str, query_vec: np.ndarray, *,
+    def _window(self, query: str) -> int:
+        """How many candidates the reranker and the read steps order: `search.candidates`,
+        GATHER_WINDOW times more for a question that gathers (its answer is spread over
+        many turns, and gathering orders them by what they add). It depends on the query
+        alone, never on the cut a caller asks for."""
+        window = self.config.search.candidates
+        return window * GATHER_WINDOW if self.config.search.excerpts and gathers(query) \
+            else window
+
+    def _listed(self, found: list[Pooled], window: int, query: str, query_vec: np.ndarray, *,
                 user_id: str, wanted: Mapping[str, Any], follow_links: bool, explore: bool,
                 as_of: datetime | None, explain: bool, laps: Laps) -> Listed:
         """The one ranked list of `found`: the window reranked and arranged by the read
         steps, then the deeper candidates in retrieval order; hits later than the first
         WHOLE cut to excerpts (only as many as the caller's cut can use: see `search`)."""
-        window = self.config.search.candidates
         candidates = [MemoryHit(m, float(score), self._text(m), rank)
                       for rank, (m, score, _) in enumerate(found, 1)]
         rows = {c.memory.id: r for c, (_, _, r) in zip(candidates, found)}
