@@ -49,8 +49,9 @@ class SearchConfig(_Group):
 
     candidates: int = Field(
         20, ge=1, le=1000,
-        description="The window reranked and arranged by the read steps (RMM's K), whatever "
-                    "k or max_words a search asks for; deeper hits follow in retrieval order.")
+        description="The window reranked and arranged by the read steps (RMM's K; five "
+                    "times as many for a query that gathers), whatever k or max_words a "
+                    "search asks for; deeper hits follow in retrieval order.")
     max_query_chars: int = Field(
         10_000, ge=1, le=MAX_TEXT_CHARS,
         description="Queries are cut to this many characters (the embedder reads only the "
