@@ -43,10 +43,9 @@ def coverage(asked: Sequence[str], said: Sequence[str]) -> float:
 def scored(hits: Sequence[MemoryHit], relevance_of: Mapping[str, float],
            min_score: float | None = None) -> list[MemoryHit]:
     """The hits in the same order, each scored with its relevance capped by the scores above
-    it; cut where a score falls below `min_score`."""
-    # a linked hit (A-MEM) is no candidate: its score is already its cosine
-    scores = capped(relevance_of.get(h.memory.id, float(np.clip(h.score, 0.0, 1.0)))
-                    for h in hits)
+    it (`relevance_of`: each hit's relevance, by memory id); cut where a score falls below
+    `min_score`."""
+    scores = capped(relevance_of[h.memory.id] for h in hits)
     kept = [replace(h, score=s) for h, s in zip(hits, scores)]
     if min_score is None:
         return kept

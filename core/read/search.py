@@ -224,7 +224,8 @@ class Searcher:
     def _relevance(self, candidates: Sequence[MemoryHit], hits: Sequence[MemoryHit],
                    query: str, query_vec: np.ndarray, rows: Mapping[str, np.ndarray]
                    ) -> dict[str, float]:
-        """Each candidate's and linked hit's relevance (`rmm_core.read.score`), by id."""
+        """Each candidate's and linked hit's relevance (`rmm_core.read.score`), by id; a
+        linked hit (A-MEM) is no candidate: its score is already its cosine."""
         linked = [h for h in hits if h.memory.id not in rows]
         every = [*candidates, *linked]
         terms = tokenize([query, *(h.memory.text for h in every)], self.indexes.stemmer,
