@@ -15,7 +15,8 @@ present-tense question (`k=5`) and, when the case has one, a past-tense question
   `hit.memory.current` or a hit-level `hit.current` being False (changes);
 - **stale as current**: the top hit holds the old fact, not the change, and is not marked
   (changes: the failure an agent acts on);
-- **non-change superseded**: a memory holding the fact is marked not current (non-changes);
+- **non-change superseded**: a memory holding the fact is marked not current, or a hit
+  holding it is marked at read time (non-changes);
 - **past first**: the past question's top hit holds the old fact (cases with one).
 
 The set ships as `rmm_core/data/updates_dev.jsonl`, one case per line:
@@ -182,7 +183,8 @@ def outcome(case: Case, hits: Sequence[Any], memories: Sequence[Any],
         "stale_marked": any(_marked(h) for h in stale) if case.change else None,
         "stale_as_current": (top_stale and not _marked(top)) if case.change else None,
         "non_change_superseded": None if case.change else any(
-            not m.current for m in memories if case.fact.intersection(m.refs)),
+            not m.current for m in memories if case.fact.intersection(m.refs)) or any(
+            _marked(h) for h in hits if _holds(h, case.fact)),
         "past_first": None if case.past is None else bool(past_hits) and _holds(
             past_hits[0], case.fact) and not _holds(past_hits[0], case.update)}
 

@@ -195,8 +195,9 @@ class Searcher:
                 steps.after("latest value first", head)
             head = arrange(head, query=query, current_first=now, as_of=as_of)
             steps.after("successor first", head)
-            if now:
-                head = newest_first(head, query, query_vec, rows)
+            if now and period is None:  # a named time asks about then, not now
+                head = newest_first(head, query, query_vec, rows,
+                                    others=self.config.fusion.assistant_speakers)
                 steps.after("newest version first", head)
         return head
 

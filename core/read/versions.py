@@ -4,18 +4,18 @@ question about the same person, said at different times, are read as versions of
 question about the present the newest version comes first and each older one is marked
 `current=False` with a note saying what replaced it, even when nothing linked them on write.
 
-It is decided on the vectors the search already holds, without a word list, so it works in
-any language the embedder reads:
+The question names the fact, so no vocabulary of changes is needed:
 
 - **same question**: each hit's best row (its own vector or a turn's) is near the query,
   above `FLOOR` and within `MARGIN` of the best hit's, and no more than `MOST` hits are: a
   question many hits answer (a conversation that keeps returning to a topic) is left as
   the ranker ordered it;
-- **same fact**: the two hits' best-matching rows are close (`CLOSE`), and each is the
-  other's nearest among the hits near the query: a hit about someone else ("my sister lives
-  in Berlin") sits further from the question "where do I live?" than what one says of
-  oneself, and is nearer to other talk of that person than to one's own fact;
-- **same person**: they share a speaker;
+- **same person** (`rmm_core.language.stance`): both speak of the asker ("I", "we", or a
+  sentence about no one else) when the question does, or both name whom it asks about
+  ("my manager"); "my sister lives in Berlin" is about the sister and replaces nothing of
+  "I live in Lisbon";
+- **said as the present**: the newer one is no wish, weighed choice, memory of long ago or
+  short stay away, and does not say the older one's state goes on ("still in Leith");
 - **different times**: said at least `GAP` apart.
 
 A question about the past (`about_the_past`, or `as_of`) is not passed here: the old fact
@@ -24,41 +24,55 @@ keeps its rank and is not marked.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 
 import numpy as np
 
 from ..language.dates import format_date
+from ..language.stance import STEM, Stance, parties, stance
+from ..language.tokens import terms
 from ..types import Memory, MemoryHit, as_utc
 from .validity import NOTE_WORDS
 
-FLOOR = 0.3
-"""Least cosine of a hit's best row to the query for it to be a version of the answer."""
+FLOOR = 0.2
+"""Least cosine of a hit's best row to the query for it to answer the question."""
 MARGIN = 0.2
-"""How far below the best hit's cosine to the query a version may be."""
-CLOSE = 0.65
+"""How far below the best hit's cosine to the query an answer may be."""
+MOST = 3
+"""Most hits answering the question for any of them to be read as versions."""
+REACH = 0.1
+"""Least cosine to the query of a later version: a change said in other words ("first
+week at the bank went great") is often far from the question that its older version answers
+("where do I work?"); what makes it a version is its nearness to the older one (`PAIR`)."""
+PAIR = 0.3
 """Least cosine of two hits' best-matching rows for them to be versions of one fact."""
-MOST = 2
-"""Most hits near the query for any of them to be read as versions."""
 GAP = timedelta(days=1)
 """Least time between two versions."""
 
 
 def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
-                 rows: Mapping[str, np.ndarray], *, now: bool = True, floor: float = FLOOR,
-                 margin: float = MARGIN, close: float = CLOSE, gap: timedelta = GAP,
-                 most: int = MOST) -> list[MemoryHit]:
+                 rows: Mapping[str, np.ndarray], *, now: bool = True,
+                 others: Collection[str] = ()) -> list[MemoryHit]:
     """The hits with each newest version of a fact right before its highest older version,
     the older ones marked `current=False` and noted (`now` False: the hits as they are).
-    `rows` maps a memory id to its unit vector rows; hits without rows are left alone."""
+    `rows` maps a memory id to its unit vector rows; hits without rows are left alone;
+    `others` names the speakers (the assistant) whose words say nothing of the asker."""
     if not now or len(hits) < 2:
         return list(hits)
-    near = _near(hits, query_vec, rows, floor, margin)
-    if not 2 <= len(near) <= most:
+    asked = {}
+    for i, hit in enumerate(hits):
+        vectors = rows.get(hit.memory.id)
+        if vectors is not None and len(vectors) and hit.memory.current and \
+                hit.current is not False:
+            asked[i] = float(np.max(np.atleast_2d(vectors) @ query_vec))
+    top = max(asked.values(), default=0.0)
+    near = [i for i, s in asked.items() if s >= FLOOR and s >= top - MARGIN]
+    if not 1 <= len(near) <= MOST:
         return list(hits)
-    newer = _versions(hits, near, rows, close, gap)
+    reach = [i for i, s in asked.items() if s >= REACH]
+    newer = _versions(hits, set(near), reach, rows, query, others)
     if not newer:
         return list(hits)
     order = list(range(len(hits)))
@@ -83,63 +97,42 @@ def outdated_note(successor: Memory) -> str:
     return f" (may have changed {format_date(successor.valid_from)} → {said})"
 
 
-def _near(hits: Sequence[MemoryHit], query_vec: np.ndarray, rows: Mapping[str, np.ndarray],
-          floor: float, margin: float) -> dict[int, np.ndarray]:
-    """The hits that answer the question, by place: their rows."""
-    best = {}
-    for i, hit in enumerate(hits):
-        vectors = rows.get(hit.memory.id)
-        if vectors is None or not len(vectors) or not hit.memory.current or hit.current is False:
-            continue
-        best[i] = float(np.max(np.atleast_2d(vectors) @ query_vec))
-    if not best:
-        return {}
-    top = max(best.values())
-    return {i: np.atleast_2d(rows[hits[i].memory.id]) for i, s in best.items()
-            if s >= floor and s >= top - margin}
-
-
-def _versions(hits: Sequence[MemoryHit], near: Mapping[int, np.ndarray],
-              rows: Mapping[str, np.ndarray], close: float,
-              gap: timedelta) -> dict[int, int]:
-    """Each older version's place -> its newest version's place."""
-    places = sorted(near)
-    starts = np.cumsum([0, *(len(near[p]) for p in places[:-1])])
-    stacked = np.vstack([near[p] for p in places])
-    # every row pair's cosine at once, by einsum: no BLAS threads, which on a busy machine
-    # cost more than the product itself (a 40-row gram: 10 ms by matmul, 0.6 ms by einsum)
-    gram = np.einsum("ij,kj->ik", stacked, stacked)
-    best = np.maximum.reduceat(np.maximum.reduceat(gram, starts, axis=0), starts, axis=1)
-    np.fill_diagonal(best, -np.inf)
-    sim = {(a, b): float(best[i, j]) for i, a in enumerate(places)
-           for j, b in enumerate(places) if a != b}
-    nearest = {a: places[int(np.argmax(best[i]))] for i, a in enumerate(places)}
-    parent = {i: i for i in places}
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            i = parent[i]
-        return i
-
-    for a in places:
-        b = nearest[a]
-        if a > b or nearest[b] != a or sim[a, b] < close:
-            continue
-        ma, mb = hits[a].memory, hits[b].memory
-        if ma.speakers and mb.speakers and not set(ma.speakers) & set(mb.speakers):
-            continue
-        if abs(as_utc(ma.valid_from) - as_utc(mb.valid_from)) < gap:
-            continue
-        parent[root(a)] = root(b)
-    groups: dict[int, list[int]] = {}
-    for i in places:
-        groups.setdefault(root(i), []).append(i)
+def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[int],
+              rows: Mapping[str, np.ndarray], query: str,
+              others: Collection[str]) -> dict[int, int]:
+    """Each older version's place -> its newest version's place. An answer's versions are
+    the later hits within reach whose best rows are nearest to its own (`PAIR`), about the
+    one asked of, by a speaker it shares; the newest of them replaces it when said as the
+    present and not saying the answer's state goes on."""
+    asked = parties(query)
+    read = {i: stance(hits[i].memory.text, others=others) for i in reach}
+    words = {w[:STEM] for w in terms(query)}
     out = {}
-    for members in groups.values():
-        if len(members) < 2:
+    for a in reach:
+        old = hits[a].memory
+        if not _about(read[a], asked):
             continue
-        newest = max(members, key=lambda i: as_utc(hits[i].memory.valid_from))
-        for i in members:
-            if i != newest:
-                out[i] = newest
+        mine = np.atleast_2d(rows[old.id])
+        later = [b for b in reach if b != a and (a in near or b in near) and
+                 as_utc(hits[b].memory.valid_from) - as_utc(old.valid_from) >= GAP and
+                 _about(read[b], asked) and
+                 not (old.speakers and hits[b].memory.speakers and
+                      not set(old.speakers) & set(hits[b].memory.speakers)) and
+                 float(np.max(np.atleast_2d(rows[hits[b].memory.id]) @ mine.T)) >= PAIR]
+        if not later:
+            continue
+        b = max(later, key=lambda i: as_utc(hits[i].memory.valid_from))
+        if read[b].present and not read[b].goes_on & (_content(old.text) - words):
+            out[a] = b
     return out
+
+
+def _about(read: Stance, asked: frozenset[str]) -> bool:
+    """Whether a hit speaks of whom the question asks about (none named: the asker); of
+    someone named, the speaker's own words count ("we pulled Ava out of Lincoln")."""
+    return bool(read.parties & asked) or not read.parties if asked else read.own
+
+
+def _content(text: str) -> set[str]:
+    """The words of `text` that can name a value: numbers and words of four letters or more."""
+    return {w[:STEM] for w in terms(text) if any(c.isdigit() for c in w) or len(w) > 3}

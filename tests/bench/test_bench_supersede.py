@@ -147,3 +147,18 @@ def test_the_through_search_figures_are_percentages_per_group_kind_and_language(
     section = markdown(figures, "rmm bench supersede --through-search")
     assert "| **all** |" in section
     assert "bench-retrieval:supersede-search:begin" in section
+
+
+def test_a_read_time_mark_on_a_non_change_counts_as_superseded():
+    """A hit marked not current at read time is a supersession as much as a stored one."""
+    from types import SimpleNamespace
+
+    from rmm_core.bench.supersede_search import outcome
+
+    case = next(c for c in load_cases() if not c.change)
+    fact = next(iter(case.fact))
+    memory = SimpleNamespace(current=True, refs=(fact,))
+    marked = SimpleNamespace(memory=memory, refs=(fact,), current=False)
+    unmarked = SimpleNamespace(memory=memory, refs=(fact,), current=None)
+    assert outcome(case, [marked], [memory])["non_change_superseded"] is True
+    assert outcome(case, [unmarked], [memory])["non_change_superseded"] is False

@@ -81,3 +81,31 @@ def test_a_question_about_the_past_keeps_the_old_fact_first_and_unmarked(opened)
         assert hits[0].memory.text == NURSE[0]
         assert all(h.current is None for h in hits)
         assert all("may have changed" not in h.text for h in hits)
+
+
+@pytest.mark.parametrize("newer", [
+    ("My brother moved to Leeds last month, gonna miss having him around.", "relative"),
+    ("If the rent goes up again we might leave Lisbon for Porto.", "hypothetical"),
+    ("Still in Lisbon, still loving the light here.", "goes on"),
+    ("When I was a student I lived in a tiny room in Coimbra.", "long ago"),
+], ids=lambda n: n[1])
+def test_what_does_not_change_ones_fact_leaves_it_current(opened, newer):
+    mem = opened(("I live in Lisbon, in Alfama.", "2024-01-10"), (newer[0], "2024-06-15"))
+    hits = list(mem.search("Where do I live?", user_id="ana", k=2))
+    assert all(h.current is None for h in hits)
+    assert all("may have changed" not in h.text for h in hits)
+
+
+def test_a_change_far_from_the_question_still_replaces_and_questions_are_no_versions(opened):
+    """The later version is reached through its nearness to the older one; a question the
+    user asked in between states nothing and is not marked."""
+    mem = opened(("I'm a barista at Blue Bottle, mostly morning shifts.", "2024-01-10"),
+                 ("What's a good way to descale an espresso machine at home?", "2024-03-02"),
+                 ("Three weeks into the bank job, I don't miss the coffee shop rush at all.",
+                  "2024-06-15"))
+    hits = list(mem.search("Where do I work?", user_id="ana", k=3))
+    assert hits[0].memory.text.startswith("Three weeks into the bank job")
+    barista = next(h for h in hits if h.memory.text.startswith("I'm a barista"))
+    assert barista.current is False
+    asked = [h for h in hits if h.memory.text.startswith("What's a good way")]
+    assert all(h.current is None for h in asked)

@@ -1,0 +1,194 @@
+"""How a person says something: about whom, and whether as how things are now. Two things
+said at different times about one question are versions of one fact only if both are about
+the same person and the newer one states the present ("we're in Tacoma now") rather than a
+wish, a plan weighed and dropped, a memory of long ago, a short stay away, or the old state
+going on ("still in Leith").
+
+Read from closed classes of function words (pronouns, possessives, family and social roles,
+conditionals, continuity adverbs) in English, German, French, Spanish, Italian and
+Portuguese: words any sentence of these kinds uses, whatever the fact is about. It is no list
+of change cues, so a change said without "moved" or "now" still counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from functools import lru_cache
+
+import regex
+
+from .tokens import terms
+
+_FLAGS = regex.IGNORECASE | regex.VERSION1
+_LINE = regex.compile(r"^([^\s:][^:\n]{0,40}):\s+(.*)$", regex.MULTILINE)
+_SENTENCE = regex.compile(r"(?<=[.!?…])\s+|\s*\n\s*|(?<=\p{Extended_Pictographic})\s+")
+
+_ROLES = (
+    # English
+    r"sister|brother|sis|bro|mom|mum|mother|dad|father|parents|son|daughter|kids?|child|"
+    r"children|teenager|baby|wife|husband|partner|boyfriend|girlfriend|bf|gf|fianc[ée]e?|"
+    r"ex|friends?|buddy|bestie|coworkers?|co-workers?|colleagues?|boss|manager|"
+    r"neighbou?rs?|roommates?|flatmates?|housemates?|cousins?|aunt|uncle|grandma|grandpa|"
+    r"grandmother|grandfather|grandparents|in-laws|niece|nephew|"
+    # German
+    r"schwester|bruder|mutter|mama|vater|papa|eltern|sohn|tochter|kinder|frau|mann|freund|"
+    r"freundin|kollegen?|kollegin|chef|chefin|nachbarn?|nachbarin|mitbewohner(?:in)?|"
+    r"cousine?|tante|onkel|oma|opa|"
+    # French
+    r"s(?:œ|oe)ur|fr[èe]re|m[èe]re|p[èe]re|fils|fille|femme|mari|ami|amie|copain|copine|"
+    r"coll[èe]gue|patron|patronne|voisins?|voisines?|colocs?|cousins?|cousines?|tante|oncle|"
+    r"grand-m[èe]re|grand-p[èe]re|belle-m[èe]re|beau-p[èe]re|"
+    # Spanish
+    r"hermanas?|hermanos?|madre|padre|mam[áa]|pap[áa]|padres|hij[oa]s?|esposa|esposo|marido|"
+    r"pareja|novi[oa]|amig[oa]s?|jef[ea]|vecin[oa]s?|compañer[oa]s?|prim[oa]s?|tí[oa]|"
+    r"abuel[oa]s?|suegr[oa]s?|"
+    # Italian
+    r"sorella|fratello|genitori|figli[oa]?|moglie|marito|ragazz[oa]|amic[oa]|amici|capo|"
+    r"colleg[ah]i?|vicin[oa]|vicini|cugin[oa]|zi[oa]|nonn[oa]|suocer[oa]|"
+    # Portuguese
+    r"irm[ãa]|irm[ãa]o|m[ãa]e|pai|pais|filh[oa]s?|namorad[oa]|chefe|colegas?|vizinh[oa]s?|"
+    r"tia|tio|av[óô]")
+_ROLE = rf"(?:step-?|half-?)?(?:{_ROLES})(?:-in-law)?"
+"""A role with its kin: a stepdad, a half-sister, a mother-in-law."""
+_OWNER = (r"my|our|his|her|their|mein\w*|unser\w*|sein\w*|ihr\w*|mon|ma|mes|notre|nos|son|sa|"
+          r"ses|mi|mis|su|sus|nuestr[oa]s?|(?:il |la |i |le )?(?:mi[oae]|miei|nostr[oaie]|"
+          r"su[oae]|suoi)|(?:o |a )?(?:meu|minha|meus|minhas|nosso|nossa|seu|sua)|the|der|"
+          r"die|das|le|la|les|el|los|las|lo|il|gli|o|a|os|as")
+_OPENER = (r"^(?:(?:so|ok|okay|well|also|btw|update|lol|ugh|omg|and|but|oh|hey|ps|news|"
+           r"sadly|anyway|also|fun fact|guess what|also|und|also|alors|bon|du coup|bueno|"
+           r"pues|oye|allora|comunque|ent[ãa]o|bem)[\s,:!.]+)*")
+_THIRD = regex.compile(
+    _OPENER + rf"(?:(?:{_OWNER})\s+(?:[\w'-]+\s+){{0,2}}?(?P<role>{_ROLE})\b(?!\s+and\s+I\b)|"
+    r"(?P<role>he|she|er|sie|il|elle|ils|elles|él|ella|ellos|ellas|lui|lei|loro|ele|"
+    r"ela|eles|elas)\b(?!\s+(?:mi[oae]|miei|su[oae]|suoi|nostr[oaie])\b))",
+    _FLAGS)
+"""A sentence that opens on someone other than the speaker: "my sister moved", "he quit".
+A name alone is not read as one: a sentence's first word is capitalised whatever it is."""
+_WE = regex.compile(r"\b(?:and I|and me|me and|und ich|et moi|moi et|y yo|e io|e eu)\b", _FLAGS)
+""""My wife and I moved": the speaker's fact as much as the other's."""
+
+_WEIGHED = regex.compile(
+    r"\b(?:if|would|might|wonder(?:ing)?|what if|thinking (?:about|of)|"
+    r"thought (?:about|of)|consider(?:ing|ed)|almost|nearly|maybe|someday|one day|"
+    r"daydream\w*|wish|decided against|passed on|turned (?:it |them )?down|talked me out|"
+    r"said no|"
+    r"wenn|falls|würde\w*|wäre\w*|hätte\w*|könnte\w*|überleg\w*|vielleicht|irgendwann|"
+    r"si (?:je|j'|on|tu|il|elle|nous)|s'il|j'ai failli|failli|je me demande|peut-être|"
+    r"j'hésite|\w+(?:rais|rait)|"
+    r"si (?:pudiera|tuviera|fuera|me|lo|la|nos)|quizás?|tal vez|estuve pensando|pens[ée] en|"
+    r"\w+ría(?:mos)?|"
+    r"se (?:potessi|avessi|fossi|io)|forse|pensavo|volevo|\w+(?:rei|rebbe)|"
+    r"se eu|às vezes penso|talvez|pensei em|quase)\b",
+    _FLAGS)
+"""A condition, a wish or a choice weighed: nothing it says has happened."""
+_LONG_AGO = regex.compile(
+    r"\b(?:when I was|as a (?:kid|child|teen)|growing up|back (?:when|then)|"
+    r"back in (?:the day|high school|college|school|uni|\d{4})|remember when|"
+    r"remember(?:ed)?|reminds me of|in high school|years ago|"
+    r"als ich (?:klein|jung|kind)|als Kind|damals|früher|"
+    r"quand j'(?:étais|avais)|petite?,|enfant|autrefois|à l'époque|"
+    r"de (?:pequeñ|niñ)[oa]|cuando (?:era|tenía|trabajaba|vivía|estudiaba)|"
+    r"me acord[ée] de|me acuerdo de|"
+    r"da (?:piccol|bambin)[oa]|quando ero|mi ricordo|"
+    r"em criança|quando (?:eu )?era|lembro-me|de pequen[oa])\b",
+    _FLAGS)
+"""A memory of long ago, told in passing."""
+_AWAY = regex.compile(
+    r"\b(?:spending (?:a|the|two|three|some|christmas|easter|summer|\d+)|visiting|"
+    r"pet-?sitting|on (?:vacation|holiday)|for the weekend|staying (?:with|at)|"
+    r"zu Besuch|besuche|im Urlaub|"
+    r"je passe (?:une|deux|trois|quelques|le|la|les)|en vacances|"
+    r"de visita|de vacaciones|pasando (?:unos|una|el|la)|"
+    r"in vacanza|in visita|de férias)\b",
+    _FLAGS)
+"""A stay away that ends: a visit, a holiday, looking after someone's pet."""
+_GOES_ON = regex.compile(
+    r"\b(?:still|staying|stays?|sticking|keeping|remain\w*|it is|"
+    r"noch|bleib\w*|toujours|encore|garde|reste|sigue|seguimos|todavía|aún|me quedo|"
+    r"ancora|resto|rimango|ainda|continuo|fico)\b",
+    _FLAGS)
+"""Words that say a state goes on: with the older statement's own words, no change."""
+_ASKS = regex.compile(
+    r"^(?:¿|(?:what|whats|what's|how|why|where|when|which|who|can|could|is|are|do|does|did|"
+    r"should|any|recommend|explain|tell me|give me|help me|show me|write|translate|"
+    r"summari[sz]e|define|wie|was|wo|wann|warum|welche\w*|kannst|kann|gibt es|comment|"
+    r"quel\w*|combien|où|pourquoi|est-ce|c'est quoi|cómo|qué|cuánt\w*|cuál\w*|"
+    r"dónde|por qué|come si|quant\w*|qual\w*|dove|perché|onde|por que)\b)|\?\s*$",
+    _FLAGS)
+"""A question or a request: it states nothing of the one asking."""
+
+
+STEM = 5
+"""Letters of a word compared when a state goes on: "keeping Mondays" keeps "Monday"."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stance:
+    """What a statement is about and how it is said."""
+
+    parties: frozenset[str]
+    """Whom the statements open on, other than the speaker (`lemma` of "my sister": "sister").
+    """
+    own: bool
+    """It opens on the speaker: "my sister moved to Boise, gonna miss her" is the sister's
+    news, whatever the speaker adds about it."""
+    present: bool
+    """Said as how things are, not as a wish, a weighed choice, a memory or a stay away."""
+    goes_on: frozenset[str]
+    """The words (their first `STEM` letters) of sentences saying a state goes on ("still
+    in Leith")."""
+
+
+def stance(text: str, *, others: Collection[str] = ()) -> Stance:
+    """The stance of `text`, a memory's lines ("user: ..."): the lines of the speakers in
+    `others` (the assistant) are not the person's own words and are left out."""
+    return _stance(text, frozenset(s.lower() for s in others))
+
+
+@lru_cache(maxsize=4096)
+def _stance(text: str, others: frozenset[str]) -> Stance:
+    lines = [said for who, said in _LINE.findall(text) if who.lower() not in others] \
+        if _LINE.search(text) else [text]
+    parties: set[str] = set()
+    own, present, goes_on = None, True, set()
+    for line in lines:
+        for sentence in filter(None, (s.strip() for s in _SENTENCE.split(line))):
+            if own is None and _WEIGHED.search(sentence):
+                present = False  # the first sentence weighs a choice or asks "what if"
+            if _LONG_AGO.search(sentence) or _AWAY.search(sentence):
+                present = False
+            if _ASKS.search(sentence):
+                continue
+            party = _party(sentence)
+            if own is None:  # the first statement says whose news it is
+                own = party is None or bool(_WE.search(text))
+            if party is not None:
+                parties.add(party)
+            if _GOES_ON.search(sentence):
+                goes_on.update(w[:STEM] for w in terms(sentence))
+    return Stance(frozenset(parties), bool(own), present, frozenset(goes_on))
+
+
+def parties(question: str) -> frozenset[str]:
+    """Whom a question asks about when not the one asking ("where does my sister live?"):
+    the roles it names after an owner; none for the asker."""
+    return frozenset(lemma(found.group(1)) for found in regex.finditer(
+        rf"\b(?:{_OWNER})\s+(?:[\w'-]+\s+){{0,2}}?({_ROLE})\b", question, _FLAGS))
+
+
+def lemma(role: str) -> str:
+    """One form for a role's genders and numbers: "jefe" and "jefa", "Chef" and "Chefin",
+    "friend" and "friends" are read as one."""
+    role = role.lower()
+    if len(role) > 5 and role.endswith("in"):
+        role = role[:-2]
+    for end in "s", "aeo":
+        if len(role) > 3 and role[-1] in end:
+            role = role[:-1]
+    return role
+
+
+def _party(sentence: str) -> str | None:
+    found = _THIRD.match(sentence)
+    return lemma(found.group("role")) if found else None

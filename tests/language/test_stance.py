@@ -1,0 +1,64 @@
+"""How a statement is said (`rmm_core.language.stance`): whose news it is and whether it
+states the present, in the six languages it reads; phrasings not taken from the dev set."""
+
+from __future__ import annotations
+
+import pytest
+
+from rmm_core.language.stance import parties, stance
+
+ASSISTANT = ("assistant",)
+
+
+@pytest.mark.parametrize("text", [
+    "user: signed the contract with the new agency yesterday, first day is monday",
+    "user: My husband and I finally bought the place in Ghent",
+    "user: Seit März arbeite ich bei einer Stiftung in Bonn",
+    "user: on a emménagé à Rennes il y a trois semaines",
+    "user: ahora trabajo desde casa para una empresa de Valencia",
+    "user: da gennaio insegno in un liceo di Padova",
+    "user: agora trabalho numa livraria no centro",
+])
+def test_ones_own_news_said_as_the_present(text):
+    read = stance(text, others=ASSISTANT)
+    assert read.own
+    assert read.present
+
+
+@pytest.mark.parametrize("text", [
+    "user: my stepdad retired last week, he's driving my mom crazy. I'm glad for him",
+    "user: Mein Kollege hat gekündigt und geht nach Wien",
+    "user: ma voisine a déménagé à Brest, elle me manque déjà",
+    "user: mi prima se casó en mayo, fue precioso",
+    "user: she got the job at the museum!!",
+])
+def test_news_that_opens_on_someone_else_is_theirs(text):
+    assert not stance(text, others=ASSISTANT).own
+
+
+@pytest.mark.parametrize("text", [
+    "user: if the rent goes up again we might look at Leipzig",
+    "user: thought about switching to night shifts, decided it's not worth it",
+    "user: Wenn ich mehr Geld hätte, würde ich ein Haus kaufen",
+    "user: si je trouvais un poste à Lyon je partirais demain",
+    "user: when I was a teenager I worked at a car wash every summer",
+    "user: spending a week at my brother's in Cork, the weather is grim",
+])
+def test_a_wish_a_weighed_choice_a_memory_or_a_stay_away_is_not_the_present(text):
+    assert not stance(text, others=ASSISTANT).present
+
+
+def test_a_state_going_on_keeps_its_words_and_the_assistant_says_nothing_of_the_user():
+    read = stance("user: still at the bakery, still up at 4am\nassistant: I moved on",
+                  others=ASSISTANT)
+    assert {"baker", "4am"} <= read.goes_on
+    assert read.own
+    assert not stance("user: what's a good bread for sandwiches?\nassistant: I love rye",
+                      others=ASSISTANT).own  # a question states nothing of the asker
+
+
+def test_a_question_names_whom_it_asks_about_in_one_form_for_genders():
+    assert parties("Where does my brother work these days?") == {"brother"}
+    assert parties("¿Dónde vive mi hermana?") == parties("¿Dónde vive mi hermano?")
+    assert parties("Wer ist meine Chefin?") == parties("Wer ist mein Chef?")
+    assert parties("Where do I work?") == frozenset()
