@@ -55,3 +55,13 @@ def test_no_import_cycle_in_the_core():
         graphlib.TopologicalSorter(import_graph()).prepare()
     except graphlib.CycleError as exc:
         raise AssertionError(f"import cycle: {' -> '.join(exc.args[1])}") from None
+
+
+def test_the_read_and_write_paths_do_not_import_each_other():
+    """What both read (tokens, claims, stances, time words) lives in `language/` below
+    them; the write path reaches the search index through a protocol of its own."""
+    graph = import_graph()
+    crossing = sorted(f"{name} -> {dep}" for name, deps in graph.items() for dep in deps
+                      for a, b in (("read", "write"), ("write", "read"))
+                      if name.startswith(f"rmm_core.{a}") and dep.startswith(f"rmm_core.{b}"))
+    assert crossing == []

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -14,7 +15,6 @@ from ..language.timeref import ground
 from ..language.units import fit_units, passages
 from ..models.embed import Embedder
 from ..models.llm import usage_scope
-from ..read.index import UserIndex
 from ..storage.base import MergeInto, NewMemory, SessionState, Store
 from ..types import FactChange, Memory, Turn, new_memory_id, utcnow
 from .compress import Compressor
@@ -24,6 +24,18 @@ from .segment import Segmenter
 from .session import Draft, SessionInput
 
 log = logging.getLogger("rmm_core.write.reflect")
+
+
+class Placed(Protocol):
+    """What placing new memories reads of a user's search index (`rmm_core.read.index`):
+    its memories' ids and metadata by position, and the nearest ones to a vector."""
+
+    ids: Sequence[str]
+    metadata: Sequence[Mapping[str, Any]]
+
+    def __len__(self) -> int: ...
+
+    def dense_scores(self, query: np.ndarray, depth: int) -> dict[int, float]: ...
 
 
 @dataclass(slots=True)
@@ -41,7 +53,7 @@ class Reflector:
     """Turns a session's unreflected turns into memories, committed exactly once."""
 
     def __init__(self, store: Store, embedder: Embedder, pipeline: Pipeline,
-                 index_for: Callable[[str], UserIndex], *, turn_vectors: bool = True,
+                 index_for: Callable[[str], Placed], *, turn_vectors: bool = True,
                  memory_vector: str = "text", neighbours: int = 3,
                  retry_delay: float = 60.0, unit_words: int = 10**9) -> None:
         self.store, self.embedder, self.pipeline = store, embedder, pipeline

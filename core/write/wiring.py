@@ -8,16 +8,15 @@ from typing import Any
 
 from ..config import MemoryConfig, unit_words
 from ..models.embed import Embedder
-from ..read.index import UserIndex
 from ..storage.base import Store
 from .ingest import Ingestor
 from .judge import judge_for
-from .reflect import Pipeline, Reflector
+from .reflect import Pipeline, Placed, Reflector
 from .supersede import Similar, Supersession
 
 
 def ingestor_for(store: Store, config: MemoryConfig, embedder: Embedder, pipeline: Pipeline,
-                 llm: Any, *, index_for: Callable[[str], UserIndex],
+                 llm: Any, *, index_for: Callable[[str], Placed],
                  similar: Similar) -> Ingestor:
     """The ingestor `ReflectiveMemory` writes through; `index_for` gives a user's current
     search index (to place new memories), `similar` an existing memory's nearest ones."""
