@@ -102,8 +102,10 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
               rows: Mapping[str, np.ndarray], query: str,
               others: Collection[str]) -> dict[int, int]:
     """Each older version's place -> its newest version's place. Two hits within reach, one
-    of them an answer (`near`), are versions when their best rows are close (`PAIR`), both
-    speak of the one asked about, they share a speaker and were said `GAP` apart; the newest
+    of them an answer (`near`), are versions when their best rows are close (`PAIR`) and
+    each other's nearest (in a conversation that keeps returning to a subject, many hits are
+    close: only the closest pair is read as one fact's versions), both speak of the one
+    asked about, they share a speaker and were said `GAP` apart; the newest
     version replaces an older one when said as the present and not saying the older one's
     state goes on."""
     asked = parties(query)
@@ -111,11 +113,14 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
     if len(places) < 2:
         return {}
     close = _closeness([np.atleast_2d(rows[hits[i].memory.id]) for i in places])
+    np.fill_diagonal(close, -np.inf)
+    nearest = close.argmax(axis=1)
     words = {w[:STEM] for w in terms(query)}
     out = {}
     for x, a in enumerate(places):
         old = hits[a].memory
         later = [b for y, b in enumerate(places) if close[x, y] >= PAIR and
+                 nearest[x] == y and nearest[y] == x and
                  (a in near or b in near) and _shared(old, hits[b].memory) and
                  as_utc(hits[b].memory.valid_from) - as_utc(old.valid_from) >= GAP]
         if not later:
