@@ -52,12 +52,13 @@ def tokenize(texts: Iterable[str], stemmer: Callable | None = None,
     `stemmer` maps a list of words to their stems (PyStemmer's `stemWords`).
     """
     drop = frozenset(drop)
-    out = []
-    for text in texts:
-        pairs = _stemmed(text, stemmer)
-        out.append([stem for word, stem in pairs if word not in drop] if drop
-                   else [stem for _, stem in pairs])
-    return out
+    return [list(_kept(text, stemmer, drop)) for text in texts]
+
+
+@lru_cache(maxsize=16384)
+def _kept(text: str, stemmer: Callable | None, drop: frozenset[str]) -> tuple[str, ...]:
+    """The stems of `text`'s words not in `drop` (cached with the words they come from)."""
+    return tuple(stem for word, stem in _stemmed(text, stemmer) if word not in drop)
 
 
 @lru_cache(maxsize=16384)

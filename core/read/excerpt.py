@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -114,22 +115,36 @@ def _parts(hit: MemoryHit, names: set[str], query_vec: np.ndarray,
     memory = hit.memory
     if memory.text not in hit.text:
         return None
-    lines = memory.text.split("\n")
-    labels = [_label(line, memory.speakers) for line in lines]
-    per_turn = len(lines) == len(memory.refs) > 1 and all(labels)
-    if not per_turn:
-        if len(memory.refs) > 1:  # which words are whose turn's is not known: keep all
-            return None
-        label = _label(memory.text, memory.speakers)
-        return [_Part(label, _split(memory.text[len(label):]), None, 0.0)]
-    close = rows[1:] @ query_vec if rows is not None and len(rows) == len(lines) + 1 \
-        else np.zeros(len(lines))
-    parts = [_Part(label, _split(line[len(label):]), ref, float(c))
-             for line, label, ref, c in zip(lines, labels, memory.refs, close)]
+    turns = _turns(memory.text, tuple(memory.speakers), tuple(memory.refs))
+    if turns is None:
+        return None
+    if len(turns) == 1 and turns[0][2] is None:
+        return [_Part(turns[0][0], list(turns[0][1]), None, 0.0)]
+    close = rows[1:] @ query_vec if rows is not None and len(rows) == len(turns) + 1 \
+        else np.zeros(len(turns))
+    parts = [_Part(label, list(sentences), ref, float(c))
+             for (label, sentences, ref), c in zip(turns, close)]
     said = {p.label[:-2] for p in parts}
     if names & said and not said <= names:
         parts = [p for p in parts if p.label[:-2] in names]
     return parts
+
+
+@lru_cache(maxsize=8192)
+def _turns(text: str, speakers: tuple[str, ...], refs: tuple[str, ...]
+           ) -> tuple[tuple[str, tuple[str, ...], str | None], ...] | None:
+    """A memory's text as (speaker label, sentences, turn id) per turn, or as one passage
+    (turn id None) when its refs stand together; None when several turns' words cannot be
+    told apart. Cached: a search cuts the same memories query after query."""
+    lines = text.split("\n")
+    labels = [_label(line, speakers) for line in lines]
+    if len(lines) == len(refs) > 1 and all(labels):
+        return tuple((label, tuple(_split(line[len(label):])), ref)
+                     for line, label, ref in zip(lines, labels, refs))
+    if len(refs) > 1:  # which words are whose turn's is not known: keep all
+        return None
+    label = _label(text, speakers)
+    return ((label, tuple(_split(text[len(label):])), None),)
 
 
 def _label(line: str, speakers: Sequence[str]) -> str:
