@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
+from ..read.ranked import fitting as fit
+
 RankedUnit = tuple[str, Sequence[str]]
 """A retrieved unit as measured: (text put into context, ids of its source turns)."""
 
@@ -28,14 +30,8 @@ def r_all(ranked: Sequence[RankedUnit], gold: Iterable[str], k: int) -> float:
 
 def fitting(ranked: Sequence[RankedUnit], budget: int) -> tuple[int, int]:
     """(units, words) a context of `budget` words takes: units in rank order while their words
-    fit in what is left; a unit that does not fit ends the list, the first one too."""
-    taken = words = 0
-    for text, _ in ranked:
-        size = len(text.split())
-        if words + size > budget:
-            break
-        taken, words = taken + 1, words + size
-    return taken, words
+    fit in what is left (`rmm_core.read.ranked.fitting`, the search's own rule)."""
+    return fit((len(text.split()) for text, _ in ranked), budget)
 
 
 def r_tok(ranked: Sequence[RankedUnit], gold: Iterable[str], budget: int) -> float:

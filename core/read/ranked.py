@@ -9,7 +9,7 @@ cut that list, each keeping a prefix: `search(k=a)` is the head of `search(k=b)`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from ..text import count_words
@@ -35,15 +35,21 @@ def capped(relevance: Iterable[float]) -> list[float]:
     return out
 
 
-def within(hits: Iterable[MemoryHit], max_words: int | None) -> Iterator[MemoryHit]:
-    """The hits in order while their texts' words fit in `max_words`, strictly: the first
-    hit that does not fit ends the list, the first one too."""
-    used = 0
-    for hit in hits:
-        used += count_words(hit.text)
-        if max_words is not None and used > max_words:
-            return
-        yield hit
+def fitting(sizes: Iterable[int], budget: int | None) -> tuple[int, int]:
+    """(items, words) of the leading items whose sizes in words fit in `budget`, strictly:
+    the first that does not fit ends them, the first one too (`budget` None: all). The rule
+    of every word budget, the search's and the benchmarks'."""
+    taken = used = 0
+    for size in sizes:
+        if budget is not None and used + size > budget:
+            break
+        taken, used = taken + 1, used + size
+    return taken, used
+
+
+def within(hits: Sequence[MemoryHit], max_words: int | None) -> list[MemoryHit]:
+    """The hits in order while their texts' words fit in `max_words` (`fitting`)."""
+    return list(hits[:fitting((count_words(h.text) for h in hits), max_words)[0]])
 
 
 def numbered(hits: Sequence[MemoryHit]) -> list[MemoryHit]:

@@ -100,7 +100,7 @@ class Searcher:
             if self.config.search.excerpts:
                 shown = self._excerpted(shown, listed.head, query, query_vec, listed.rows,
                                         max_words)
-            hits = list(within(shown, max_words))
+            hits = within(shown, max_words)
             laps.lap("excerpts")
             if max_words is None or len(hits) < len(shown) or not full or \
                     k is not None and len(hits) >= k:
@@ -217,7 +217,7 @@ class Searcher:
             return cut(0, len(hits))
         upto = -(-max_words // EXCERPT_WORDS) + WHOLE
         done = cut(0, upto)
-        while upto < len(hits) and len(list(within(done, max_words))) == len(done):
+        while upto < len(hits) and len(within(done, max_words)) == len(done):
             done += cut(upto, 2 * upto)
             upto *= 2
         return [*done, *hits[upto:]]
