@@ -109,7 +109,11 @@ def run(store: Store, args: argparse.Namespace, out: TextIO) -> int:
 
     app = build_app(memory, write=args.write, token=token,
                     hosts=served_hosts(args.host, args.port))
-    link = f"http://{bind_name(args.host)}:{args.port}/" + (f"?token={token}" if token else "")
+    link = f"http://{bind_name(args.host)}:{args.port}/"
+    if token and args.token_file:  # a token kept out of `ps` is kept out of the terminal too
+        link += f"?token=<the token in {args.token_file}>"
+    elif token:
+        link += f"?token={token}"
     mode = "write mode" if args.write else "read-only"
     print(f"rmm ui: serving {link} ({mode}); Ctrl-C stops it", file=sys.stderr, flush=True)
     try:

@@ -420,6 +420,24 @@ def test_token_file_is_read_and_its_problems_named(tmp_path, db, capsys):
     command.check_bind("0.0.0.0", command.token_of(args))  # a token from a file counts
 
 
+def test_a_token_read_from_a_file_is_not_printed(tmp_path, db, capsys, monkeypatch):
+    """The link `rmm ui` prints names the file, not the token it keeps out of `ps`; a token
+    given on the command line is printed in the link as before. The server is a stub that
+    returns at once (this tests what is printed, not serving)."""
+    served = []
+    stub = argparse.Namespace(run=lambda app, **kw: served.append(kw))
+    monkeypatch.setattr(command, "load_stack", lambda: (None, stub, None))
+    secret = tmp_path / "token"
+    secret.write_text("s3cret-from-file\n")
+    assert main(["ui", db, "--token-file", str(secret), "--port", "18799"]) == 0
+    err = capsys.readouterr().err
+    assert "s3cret-from-file" not in err
+    assert f"?token=<the token in {secret}>" in err
+    assert main(["ui", db, "--token", "typed", "--port", "18799"]) == 0
+    assert "?token=typed" in capsys.readouterr().err
+    assert [kw["port"] for kw in served] == [18799, 18799]
+
+
 def test_search_page_names_the_read_steps_that_moved_a_hit(memory):
     page = client(memory).get("/search", params={
         "u": "many", "q": "Which note about the allotment did I write in March 2024?",
