@@ -56,8 +56,9 @@ _OWNER = (r"my|our|his|her|their|mein\w*|unser\w*|sein\w*|ihr\w*|mon|ma|mes|notr
           r"su[oae]|suoi)|(?:o |a )?(?:meu|minha|meus|minhas|nosso|nossa|seu|sua)|the|der|"
           r"die|das|le|la|les|el|los|las|lo|il|gli|o|a|os|as")
 _OPENER = (r"^(?:(?:so|ok|okay|well|also|btw|update|lol|ugh|omg|and|but|oh|hey|ps|news|"
-           r"sadly|anyway|also|fun fact|guess what|also|und|also|alors|bon|du coup|bueno|"
-           r"pues|oye|allora|comunque|ent[ãa]o|bem)[\s,:!.]+)*")
+           r"sadly|anyway|fun fact|guess what|und|alors|bon|du coup|bueno|pues|oye|allora|"
+           r"comunque|ent[ãa]o|bem)[\s,:!.]+)*")
+"""Words a chat message opens with before its subject."""
 _THIRD = regex.compile(
     _OPENER + rf"(?:(?:{_OWNER})\s+(?:[\w'-]+\s+){{0,2}}?(?P<role>{_ROLE})\b(?!\s+and\s+I\b)|"
     r"(?P<role>he|she|er|sie|il|elle|ils|elles|él|ella|ellos|ellas|lui|lei|loro|ele|"
@@ -75,10 +76,10 @@ _WEIGHED = regex.compile(
     r"said no|"
     r"wenn|falls|würde\w*|wäre\w*|hätte\w*|könnte\w*|überleg\w*|vielleicht|irgendwann|"
     r"si (?:je|j'|on|tu|il|elle|nous)|s'il|j'ai failli|failli|je me demande|peut-être|"
-    r"j'hésite|\w+(?:rais|rait)|"
+    r"j'hésite|(?:je|j'|tu|il|elle|on)\s*\w+(?:rais|rait)|"
     r"si (?:pudiera|tuviera|fuera|me|lo|la|nos)|quizás?|tal vez|estuve pensando|pens[ée] en|"
-    r"\w+ría(?:mos)?|"
-    r"se (?:potessi|avessi|fossi|io)|forse|pensavo|volevo|\w+(?:rei|rebbe)|"
+    r"se (?:potessi|avessi|fossi|io)|forse|pensavo|volevo|\w+rebbe|"
+    r"(?:vorr|potr|far|andr|sar|avr)ei|"
     r"se eu|às vezes penso|talvez|pensei em|quase)\b",
     _FLAGS)
 """A condition, a wish or a choice weighed: nothing it says has happened."""
@@ -87,7 +88,8 @@ _LONG_AGO = regex.compile(
     r"back in (?:the day|high school|college|school|uni|\d{4})|remember when|"
     r"remember(?:ed)?|reminds me of|in high school|years ago|"
     r"als ich (?:klein|jung|kind)|als Kind|damals|früher|"
-    r"quand j'(?:étais|avais)|petite?,|enfant|autrefois|à l'époque|"
+    r"quand j'(?:étais|avais)|petite?,|(?:étant|quand j'étais) enfant|autrefois|"
+    r"à l'époque|"
     r"de (?:pequeñ|niñ)[oa]|cuando (?:era|tenía|trabajaba|vivía|estudiaba)|"
     r"me acord[ée] de|me acuerdo de|"
     r"da (?:piccol|bambin)[oa]|quando ero|mi ricordo|"
@@ -154,10 +156,9 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
     own, present, goes_on = None, True, set()
     for line in lines:
         for sentence in filter(None, (s.strip() for s in _SENTENCE.split(line))):
-            if own is None and _WEIGHED.search(sentence):
-                present = False  # the first sentence weighs a choice or asks "what if"
-            if _LONG_AGO.search(sentence) or _AWAY.search(sentence):
-                present = False
+            if own is None and (_WEIGHED.search(sentence) or _LONG_AGO.search(sentence) or
+                                _AWAY.search(sentence)):
+                present = False  # how the first sentences put it: "what if", "back then"
             if _ASKS.search(sentence):
                 continue
             party = _party(sentence)

@@ -18,6 +18,9 @@ ASSISTANT = ("assistant",)
     "user: ahora trabajo desde casa para una empresa de Valencia",
     "user: da gennaio insegno in un liceo di Padova",
     "user: agora trabalho numa livraria no centro",
+    "user: finished the portrait commission, I'm freelance full time since June",
+    "user: María y yo abrimos la panadería en la calle Mayor",
+    "user: Jetzt fahre ich jeden Tag mit dem Rad. Früher bin ich immer Auto gefahren.",
 ])
 def test_ones_own_news_said_as_the_present(text):
     read = stance(text, others=ASSISTANT)
