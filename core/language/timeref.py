@@ -1,21 +1,25 @@
 """Relative times grounded in dates: "yesterday" said on 8 May 2023 reads
 "yesterday (7 May 2023)" in the memory, so a question about the date finds it written.
 
-A closed set of English expressions, found by one pattern and resolved by calendar
-arithmetic against the moment the words were said: days (yesterday, tomorrow, N days ago,
-in N days, last/next/this Friday) to a date; weeks and weekends to "the week of" a date;
-months, seasons and years to their name. Words already followed by a parenthesis are left
-alone, so grounding twice changes nothing.
+A closed set of expressions in English, German, French, Spanish, Italian and Portuguese
+(`timewords`), found by two patterns (English; the others) and resolved against the moment
+the words were said: days (yesterday, tomorrow, N days ago, in N days, last/next/this
+Friday) to a date; weeks and weekends to "the week of" a date; months, seasons and years to
+their name, always written in English. Calendar arithmetic resolves all but the other
+languages' counts ("vor drei Tagen"), which dateparser reads. Words already followed by a
+parenthesis are left alone, so grounding twice changes nothing.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from calendar import month_name
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 
 import regex
 
 from .dates import format_date
+from .timewords import DIGITS, FRENCH, GERMAN, LANGUAGES, Words
 
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
@@ -36,18 +40,117 @@ _PATTERN = regex.compile(
     regex.IGNORECASE)
 
 
+def _typed(fragment: str) -> str:
+    """`fragment` as people type it: accents optional ("mañana" finds "manana", "ü" also
+    "ue"), either apostrophe, a hyphen also a space or nothing."""
+    out = []
+    for char in fragment:
+        plain = unicodedata.normalize("NFD", char)[0]
+        if char == "'":
+            out.append("['’]")
+        elif char == "-":
+            out.append("[- ]?")
+        elif plain != char:
+            out.append(f"(?:{char}|{plain}e|{plain})" if char in "äöü" else f"(?:{char}|{plain})")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _either(table: dict, guards: dict | None = None) -> str:
+    """The words of `table` as one alternation, longest first, each behind its guard."""
+    items = sorted(((item, meaning) for meaning, words in table.items()
+                    for item in words.split("|")), key=lambda pair: -len(pair[0]))
+    return "(?:" + "|".join(_typed((guards or {}).get(meaning, "") + item)
+                            for item, meaning in items) + ")"
+
+
+def _language(code: str, words: Words) -> str:
+    """One language's relative times, in a group named by its code."""
+    periods = _either(words.periods, words.guards)
+    count = (rf"(?P<n>\d{{1,2}}|{_either({'count': words.numbers})})\s+"
+             rf"(?P<unit>{_either(words.units)})")
+    forms = [rf"(?P<day>{_either(words.days, words.guards)})",
+             rf"(?P<pre>{_either(words.before, words.guards)})(?:\s+|(?<=['’]))(?P<what>{periods})",
+             rf"(?P<ahead>{_typed(words.ahead)})\s+{count}"]
+    if words.after:
+        forms.append(rf"(?P<what>{periods})\s+(?P<post>{_either(words.after, words.guards)})")
+    if words.ago_after:  # "tre giorni fa"; "há três dias atrás" says it twice
+        forms.append(rf"{count}\s+(?P<ago>{_typed(words.ago_after)})")
+    if words.ago:
+        twice = rf"(?:\s+{_typed(words.ago_after)})?" if words.ago_after else ""
+        forms.append(rf"(?P<ago>{_typed(words.ago)})\s+{count}{twice}")
+    return rf"(?P<{code}>" + "|".join(forms) + ")"
+
+
+_OTHER = regex.compile(
+    r"\b(?:" + "|".join(_language(code, words) for code, words in LANGUAGES.items())
+    + r")\b(?! *\()(?!-)",  # "cette semaine-là" is that week, not this one
+    regex.IGNORECASE)
+_PLAIN = str.maketrans("àáâãäçèéêëìíîïñòóôõöùúûü’", "aaaaaceeeeiiiinooooouuuu'")
+_UMLAUTS = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue"})
+_TOKEN = regex.compile(r"\w+")
+_FRENCH = regex.compile(rf"\b(?:{_typed(FRENCH)})\b", regex.IGNORECASE)
+_GERMAN = regex.compile(rf"\b(?:{GERMAN})\b", regex.IGNORECASE)
+
+
+def _key(said: str) -> str:
+    """`said` as the tables are looked up: lowercase, without accents, hyphens or spaces."""
+    return said.lower().translate(_PLAIN).replace("-", "").replace(" ", "")
+
+
+def _spellings(table: dict) -> dict[str, int | str]:
+    """The meaning of each of `table`'s words by its key, umlauts also as "ae"."""
+    return {_key(spelling): meaning for meaning, words in table.items()
+            for item in words.split("|") for spelling in {item, item.translate(_UMLAUTS)}}
+
+
+_MEANINGS = {code: {name: _spellings(getattr(words, name))
+                    for name in ("days", "before", "after", "periods", "units")}
+             for code, words in LANGUAGES.items()}
+
+
+def _keys() -> frozenset[str]:
+    """A word of each day, period and unit as typed (lowercase, without accents): every
+    other-language time holds one, so a text without any is not searched."""
+    keys = set()
+    for words in LANGUAGES.values():
+        for table in (words.days, words.periods, words.units):
+            for item in "|".join(table.values()).split("|"):
+                for spelling in {item, item.translate(_UMLAUTS)}:
+                    typed = spelling.translate(_PLAIN)
+                    for joined in (typed, typed.replace("-", "")):
+                        keys.add(max(_TOKEN.findall(joined), key=len))
+    return frozenset(keys)
+
+
+_KEYS = _keys()
+
+
 def ground(text: str, when: datetime | date | None) -> str:
     """`text` with each relative time it holds followed by what it meant on `when`
     (unchanged when `when` is None or nothing relative is said)."""
     if when is None:
         return text
     day = when.date() if isinstance(when, datetime) else when
-    return _PATTERN.sub(lambda found: _with_date(found, day), text)
+    text = _PATTERN.sub(lambda found: _with_date(found, day), text)
+    if not _may_say_other(text):
+        return text
+    return _OTHER.sub(lambda found: _with_date(found, day), text)
 
 
 def find_relative(text: str) -> regex.Match | None:
-    """The first relative time `text` says, not yet grounded (for `resolve`)."""
-    return _PATTERN.search(text)
+    """The first relative time `text` says in English, else in another language it reads,
+    not yet grounded (for `resolve`)."""
+    found = _PATTERN.search(text)
+    if found is None and _may_say_other(text):
+        found = next((m for m in _OTHER.finditer(text) if not _here(m)), None)
+    return found
+
+
+def _may_say_other(text: str) -> bool:
+    """Whether `text` holds a word of `_KEYS` (a set lookup: a tenth of the pattern's cost)."""
+    return not _KEYS.isdisjoint(_TOKEN.findall(text.lower().translate(_PLAIN)))
 
 
 def _with_date(found: regex.Match, day: date) -> str:
@@ -58,6 +161,8 @@ def _with_date(found: regex.Match, day: date) -> str:
 def resolve(found: regex.Match, day: date) -> str | None:
     """What one matched expression meant on `day`, as words ("7 May 2023", "the week of
     1 May 2023", "April 2023", "summer 2022", "2022"); None for "today" and the like."""
+    if found.re is _OTHER:
+        return _resolve_other(found, day)
     if found["day"]:
         shift = {"the day before yesterday": -2, "yesterday": -1, "last night": -1,
                  "tomorrow": 1, "the day after tomorrow": 2}.get(found["day"].lower())
@@ -120,3 +225,40 @@ def _shifted(day: date, amount: int, unit: str) -> str:
 def _month(day: date, step: int) -> str:
     index = day.year * 12 + day.month - 1 + step
     return f"{month_name[index % 12 + 1]} {index // 12}"
+
+
+def _resolve_other(found: regex.Match, day: date) -> str | None:
+    code = next(code for code in LANGUAGES if found[code])
+    words, meanings = LANGUAGES[code], _MEANINGS[code]
+    if found["day"]:
+        shift = meanings["days"][_key(found["day"])]
+        return None if _here(found) else format_date(day + timedelta(days=shift))
+    if found["what"]:
+        step = (meanings["before"][_key(found["pre"])] if found["pre"]
+                else meanings["after"][_key(found["post"])])
+        return _relative(step, meanings["periods"][_key(found["what"])], day)
+    count = f"{DIGITS.get(_key(found['n']), found['n'])} {found['unit']}"
+    said = _dateparsed((words.ago_as if found["ago"] else words.ahead_as).format(count),
+                       code, day)
+    if said is None:
+        return None
+    unit = meanings["units"][_key(found["unit"])]
+    if unit == "month":
+        return f"{month_name[said.month]} {said.year}"
+    return str(said.year) if unit == "year" else format_date(said)
+
+
+def _here(found: regex.Match) -> bool:
+    """A "hier" in a text that does not read as French: here (German, Dutch), not yesterday."""
+    return bool(found["fr"] and found["day"] and _key(found["day"]) == "hier"
+                and len(_FRENCH.findall(found.string)) <= len(_GERMAN.findall(found.string)))
+
+
+def _dateparsed(phrase: str, language: str, day: date) -> date | None:
+    """The day dateparser reads `phrase` as, said on `day` (imported on first use: it takes
+    a tenth of a second)."""
+    from dateparser.date import DateDataParser
+
+    settings = {"RELATIVE_BASE": datetime.combine(day, time()), "PARSERS": ["relative-time"]}
+    read = DateDataParser(languages=[language], settings=settings).get_date_data(phrase)
+    return read.date_obj.date() if read.date_obj else None
