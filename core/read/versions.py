@@ -1,16 +1,17 @@
 """Versions of one fact among a search's hits, newest first: hits that answer the same
 question about the same person, said at different times, are read as versions of one fact
-("I'm a barista at Blue Bottle", months later "First week at the bank went great"). For a
+("I'm a barista at Blue Bottle", months later "three weeks into the bank job"). For a
 question about the present the newest version comes first and each older one is marked
 `current=False` with a note saying what replaced it, even when nothing linked them on write.
 
 The question names the fact, so no vocabulary of changes is needed:
 
-- **same question**: each hit's best row (its own vector or a turn's) is near the query,
-  above `FLOOR` and within `MARGIN` of the best hit's, and no more than `MOST` hits are: a
-  question many hits answer (a conversation that keeps returning to a topic) is left as
-  the ranker ordered it;
-- **same person** (`rmm_core.language.stance`): both speak of the asker ("I", "we", or a
+- **same question**: the hits near the query (best row above `FLOOR`, within `MARGIN` of
+  the best hit's; at most `MOST` of them, or a question many hits answer is left as the
+  ranker ordered it) answer it; a hit within `REACH` of the query that is the mutual
+  nearest of one of them (best rows at least `PAIR` apart) is another version of it;
+- **same person** (`rmm_core.language.stance`): one person said each (with the assistant:
+  a talk between people is left as ranked), and both speak of the asker ("I", "we", or a
   sentence about no one else) when the question does, or both name whom it asks about
   ("my manager"); "my sister lives in Berlin" is about the sister and replaces nothing of
   "I live in Lisbon";
@@ -109,7 +110,8 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
     version replaces an older one when said as the present and not saying the older one's
     state goes on."""
     asked = parties(query)
-    places = [i for i in reach if _about(stance(hits[i].memory.text, others=others), asked)]
+    places = [i for i in reach if _one_person(hits[i].memory, others) and
+              _about(stance(hits[i].memory.text, others=others), asked)]
     if len(places) < 2:
         return {}
     close = _closeness([np.atleast_2d(rows[hits[i].memory.id]) for i in places])
@@ -140,6 +142,13 @@ def _closeness(vectors: Sequence[np.ndarray]) -> np.ndarray:
     # cost more than the product itself (a 40-row gram: 10 ms by matmul, 0.6 ms by einsum)
     gram = np.einsum("ij,kj->ik", stacked, stacked)
     return np.maximum.reduceat(np.maximum.reduceat(gram, starts, axis=0), starts, axis=1)
+
+
+def _one_person(memory: Memory, others: Collection[str]) -> bool:
+    """Whether one person (and the assistant) said the memory: in talk between people, whose
+    fact "I" or "my sister" states changes from line to line, and is not read here."""
+    skip = {s.casefold() for s in others}
+    return len({s for s in memory.speakers if s.casefold() not in skip}) <= 1
 
 
 def _shared(old: Memory, new: Memory) -> bool:
