@@ -109,3 +109,21 @@ def test_a_change_far_from_the_question_still_replaces_and_questions_are_no_vers
     assert barista.current is False
     asked = [h for h in hits if h.memory.text.startswith("What's a good way")]
     assert all(h.current is None for h in asked)
+
+
+@pytest.mark.parametrize("other", ["assistant", "Ben"])
+def test_talk_between_two_people_is_left_as_ranked(tmp_path, embedder, other):
+    """Whose fact "I" states changes from line to line when two people talk: a change Ana
+    tells the assistant is read as versions, the same lines in a talk with Ben are not."""
+    with ReflectiveMemory.open(str(tmp_path / "talk.sqlite"), embedder=embedder) as mem:
+        for n, (when, line) in enumerate((
+                ("2024-01-10", "I'm a barista at Blue Bottle, mostly morning shifts."),
+                ("2024-06-15", "Three weeks into the bank job, I don't miss the coffee shop "
+                               "rush at all.")), 1):
+            mem.add_session([{"speaker": "Ana", "text": line},
+                             {"speaker": other, "text": "Nice, how is the team treating you?"}],
+                            user_id="ana", session_id=f"s{n}", started_at=when)
+        hits = list(mem.search("Where does Ana work?", user_id="ana", k=2))
+        assert len(hits) == 2
+        marks = [h.current for h in hits]
+        assert marks == ([None, False] if other == "assistant" else [None, None])
