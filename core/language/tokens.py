@@ -80,6 +80,14 @@ def _stopwords() -> frozenset[str]:
     return frozenset(STOPWORDS_EN)
 
 
+def stop_words(*languages: str) -> frozenset[str]:
+    """bm25s's stop words of `languages` ("german", "french", ...), lowercased."""
+    import bm25s.stopwords as lists
+
+    return frozenset(w.lower() for name in languages
+                     for w in getattr(lists, f"STOPWORDS_{name.upper()}"))
+
+
 def english_stemmer() -> Callable | None:
     """PyStemmer's English stemmer when installed (extra `stem`), else no stemming."""
     try:

@@ -23,9 +23,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..language.tokens import tokenize
+from ..language.tokens import stop_words, tokenize
 from ..types import MemoryHit
 from .index import QUESTION_WORDS
+
+_DROPPED = QUESTION_WORDS | stop_words("german", "french", "spanish", "italian", "portuguese")
 
 WHOLE = 2
 """Hits kept whole at the head of the list."""
@@ -84,11 +86,22 @@ def excerpts(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     cut = {i: parts for i, h in enumerate(hits) if i >= whole
            if (parts := _parts(h, names, query_vec, rows.get(h.memory.id))) is not None}
     sentences = [s for parts in cut.values() for p in parts for s in p.sentences]
-    tokens = iter(tokenize([query, *sentences], stemmer, QUESTION_WORDS))
-    asked = set(next(tokens))
-    shared = {s: len(asked.intersection(t)) for s, t in zip(sentences, tokens)}
+    asked = _keys(query, stemmer)
+    shared = {s: len(asked & _keys(s, stemmer)) for s in sentences}
     return [_excerpt(h, cut[i], shared, words) if i in cut else h
             for i, h in enumerate(hits)]
+
+
+KEY = 5
+"""Letters of a stem that a question's word and a sentence's compare: a stemmer of one
+language cannot tell "arbeitet" is "arbeite", its first letters can."""
+
+
+@lru_cache(maxsize=16384)
+def _keys(text: str, stemmer: Callable | None) -> frozenset[str]:
+    """What a text's words say, for the overlap that picks sentences: each stem's first KEY
+    letters, without the question words and the stop words of the six languages read."""
+    return frozenset(w[:KEY] for w in tokenize([text], stemmer, _DROPPED)[0])
 
 
 def gathers(query: str) -> bool:
