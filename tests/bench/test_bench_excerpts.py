@@ -141,3 +141,19 @@ def test_unreadable_data_is_bad_data(tmp_path, capsys):
     assert main(["bench", "excerpts", "--dataset", "jsonl", "--data", str(bad)]) == BAD_DATA
     assert main(["bench", "excerpts", "--dataset", "jsonl"]) == BAD_DATA
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_the_long_message_set_in_five_languages_loads_with_its_promised_shape():
+    """`tests/data/excerpts_langs.jsonl`: 40 users writing long messages, 200 questions each
+    answered by one sentence of one turn (never its first), in de, fr, es, it and pt."""
+    convs = load_jsonl(Path(__file__).resolve().parent.parent / "data" / "excerpts_langs.jsonl")
+    questions = [q for c in convs for q in c.questions]
+    assert len(convs) == 40
+    assert len(questions) == 200
+    assert sorted({q.category for q in questions}) == ["de", "es", "fr", "it", "pt"]
+    turns = {t.id: t.text for c in convs for s in c.sessions for t in s.turns}
+    for q in questions:
+        (ref,) = q.evidence
+        said = turns[ref].lower()
+        assert q.answer.lower() in said, q.question
+        assert 90 <= len(turns[ref].split()) <= 220

@@ -162,3 +162,17 @@ def test_a_read_time_mark_on_a_non_change_counts_as_superseded():
     unmarked = SimpleNamespace(memory=memory, refs=(fact,), current=None)
     assert outcome(case, [marked], [memory])["non_change_superseded"] is True
     assert outcome(case, [unmarked], [memory])["non_change_superseded"] is False
+
+
+def test_the_held_out_update_set_loads_with_its_promised_shape():
+    """`tests/data/updates_holdout.jsonl`: written without the development set, measured
+    once (docs/benchmarks.md); here only its shape is checked, never a figure."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "data" / "updates_holdout.jsonl"
+    comp = composition(load_cases(path))
+    assert comp["cases"] == 120
+    assert comp["changes"] == 90
+    assert set(comp["langs"]) == {"en", "de", "fr", "es", "it", "pt"}
+    assert comp["implicit_share"] >= 0.35
+    assert all(n >= 3 for n in comp["non_change_kinds"].values())
