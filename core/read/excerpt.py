@@ -5,8 +5,9 @@ hits, not a few long ones.
 The first WHOLE hits stay whole (the context around the best evidence). Every later hit
 keeps, of a memory that holds several speakers' turns, only the turns of the speakers the
 question names ("What has Melanie painted?": Melanie's own words); and when it is still
-longer than EXCERPT_WORDS, only its sentences sharing most of the question's words (ties
-broken by how close their turn is to the question), in their order. A colon does not end a
+longer than EXCERPT_WORDS, only its sentences sharing most of the question's words (`_keys`:
+the first letters of their stems, so "arbeitet" meets "arbeite"; ties broken by how close
+their turn is to the question), in their order. A colon does not end a
 sentence: what follows "Quick question:" is what it introduces. A question that asks for a
 list, a count, an order or a summary (`gathers`) is served by gathering: the later hits are
 cut to GATHER_WORDS instead, so that many distinct hits fit.
