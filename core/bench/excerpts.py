@@ -46,6 +46,8 @@ DRAWS = 20
 """Random cuts drawn per excerpted hit."""
 CUTS = ("excerpt", "random", "head")
 UPDATES = "updates"
+TITLES = {"locomo": "LoCoMo", "beam": "BEAM", UPDATES: "the update set"}
+"""A dataset's name in its section's heading (a JSON Lines file: the file's name)."""
 """The dataset name of the non-English cases of the packaged update set."""
 
 
@@ -85,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         return BAD_DATA
     figures = evaluate(convs, default_embedder(), CATEGORY_LABELS.get(args.dataset, {}),
                        args.seed)
-    figures = {"dataset": args.dataset, "command": command_line(args), **figures}
+    figures = {"dataset": args.dataset, "data": args.data, "command": command_line(args),
+               **figures}
     print(report(figures))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=2, ensure_ascii=False))
@@ -280,7 +283,8 @@ def markdown(figures: dict[str, Any]) -> str:
     from .report import machine, markers, version
 
     begin, end = markers(figures["dataset"], "excerpts")
-    parts = [begin, f"### Excerpts keep the answer ({figures['dataset']})",
+    title = TITLES.get(figures["dataset"]) or Path(str(figures.get("data"))).name
+    parts = [begin, f"#### Excerpts keep the answer: {title}",
              f"`{figures['command']}`; reflective-memory {version()}; {machine()}.",
              " ".join(notes(figures))]
     if figures["considered"]:

@@ -27,7 +27,7 @@ FILLER = ("Honestly the week was busy with work and errands and the usual chores
           "sister called about her new job in the city and her long commute.")
 ANSWER = "Biscuit chewed the blue water bowl I glazed."
 WHOLE = f"Ana: {FILLER} {FILLER} {ANSWER}"
-FIGURES = {"dataset", "command", "conversations", "questions", "hits", "excerpted",
+FIGURES = {"dataset", "data", "command", "conversations", "questions", "hits", "excerpted",
            "questions with an excerpt", "draws", "seed", "considered", *CUTS,
            "gain over random", "gain 95% half-width", "excerpt words", "memory words",
            "categories"}
@@ -126,7 +126,7 @@ def test_the_command_prints_and_writes_figures_matching_a_recount(data, tmp_path
     assert all(unit_or_nan(row[c]) for row in rows for c in CUTS)
     assert sum(row["considered"] for row in figures["categories"].values()) == \
         figures["considered"]
-    assert "Excerpts keep the answer" in page.read_text()
+    assert f"#### Excerpts keep the answer: {path.name}" in page.read_text()
     if data == "packaged":
         assert "No hit was cut" in printed
     else:
