@@ -28,8 +28,6 @@ from ..language.tokens import stop_words, tokenize
 from ..types import MemoryHit
 from .index import QUESTION_WORDS
 
-_DROPPED = QUESTION_WORDS | stop_words("german", "french", "spanish", "italian", "portuguese")
-
 WHOLE = 2
 """Hits kept whole at the head of the list."""
 
@@ -102,7 +100,14 @@ language cannot tell "arbeitet" is "arbeite", its first letters can."""
 def _keys(text: str, stemmer: Callable | None) -> frozenset[str]:
     """What a text's words say, for the overlap that picks sentences: each stem's first KEY
     letters, without the question words and the stop words of the six languages read."""
-    return frozenset(w[:KEY] for w in tokenize([text], stemmer, _DROPPED)[0])
+    return frozenset(w[:KEY] for w in tokenize([text], stemmer, _dropped())[0])
+
+
+@lru_cache(maxsize=1)
+def _dropped() -> frozenset[str]:
+    """The question words and the other five languages' stop words (loaded on first use:
+    importing the package loads no retrieval library)."""
+    return QUESTION_WORDS | stop_words("german", "french", "spanish", "italian", "portuguese")
 
 
 def gathers(query: str) -> bool:
