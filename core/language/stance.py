@@ -111,6 +111,23 @@ _GOES_ON = regex.compile(
     r"ancora|resto|rimango|ainda|continuo|fico)\b",
     _FLAGS)
 """Words that say a state goes on: with the older statement's own words, no change."""
+_NAME = regex.compile(r"(?<=[\p{L}\p{N},;:'\"]\s+)\p{Lu}[\p{L}'’-]+|\d(?:[\d.,:]*\d)?")
+"""A name or a number: a capitalised word inside a sentence, or digits."""
+_CAPITAL = regex.compile(r"\b\p{Lu}[\p{L}'’-]+|\d(?:[\d.,:]*\d)?")
+"""A capitalised word anywhere (a name that opens a sentence too), or digits."""
+_I = regex.compile(r"I(?:['’](?:m|ve|d|ll))?$")
+"""The speaker's own "I": no name."""
+_GROUNDED = regex.compile(r"\s*\((?:the (?:week|weekend) of )?[^()]*\d{4}\)")
+"""The date grounding added after a relative time: no name the person said."""
+_ENDS = regex.compile(
+    r"\b(?:without|no more|not any ?more|no longer|gone|sold|cancel+ed|quit|stopped|ended|"
+    r"broke up|split up|passed away|died|put (?:\w+ )?down|buried|lost|gave (?:\w+ )?up|"
+    r"ohne|nicht mehr|kein\w* mehr|verkauft|gekündigt|gestorben|vorbei|"
+    r"sans|plus de|ne \w+ plus|vendu|annulé\w*|mort\w*|fini|"
+    r"sin|ya no|vend[íi]\w*|cancel[ée]\w*|muri[óo]|se acabó|"
+    r"senza|non più|vendut\w*|disdett\w*|mort\w*|finit\w*|"
+    r"sem|já não|vendi\w*|cancelei|morreu|acabou)\b", _FLAGS)
+"""Words that end a state: a later mention of its names with one of them is a change."""
 _ASKS = regex.compile(
     r"^(?:¿|(?:what|whats|what's|how|why|where|when|which|who|can|could|is|are|do|does|did|"
     r"should|any|recommend|explain|tell me|give me|help me|show me|write|translate|"
@@ -140,6 +157,12 @@ class Stance:
     goes_on: frozenset[str]
     """The words (their first `STEM` letters) of sentences saying a state goes on ("still
     in Leith")."""
+    names: frozenset[str]
+    """The names and numbers it says inside its sentences (lowercased)."""
+    capitals: frozenset[str]
+    """Its capitalised words and numbers wherever they stand (lowercased)."""
+    ends: bool
+    """It says something ended ("without Luna", "sold the Vespa")."""
 
 
 def stance(text: str, *, others: Collection[str] = ()) -> Stance:
@@ -168,7 +191,11 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
                 parties.add(party)
             if _GOES_ON.search(sentence):
                 goes_on.update(w[:STEM] for w in terms(sentence))
-    return Stance(frozenset(parties), bool(own), present, frozenset(goes_on))
+    said = _GROUNDED.sub("", " ".join(lines))
+    names, capitals = (frozenset(n.lower().strip(".,:") for n in pattern.findall(said)
+                                 if not _I.match(n)) for pattern in (_NAME, _CAPITAL))
+    return Stance(frozenset(parties), bool(own), present, frozenset(goes_on), names,
+                  capitals, bool(_ENDS.search(said)))
 
 
 def parties(question: str) -> frozenset[str]:

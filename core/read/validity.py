@@ -58,10 +58,9 @@ def conflict_note(memory: Memory, dates: dict[str, datetime]) -> str:
 
 def arrange(hits: Sequence[MemoryHit], *, query: str, current_first: bool,
             as_of: datetime | None = None) -> list[MemoryHit]:
-    """The same hits, every text noting its validity; and when a memory was replaced whole,
-    or the query asks about what changed of it (shares a topic with the changed words), with
-    each superseded memory's successor (the current end of its chain among the hits) moved
-    right before it (`current_first`).
+    """The same hits, every text noting its validity; and when the query asks about what
+    changed (shares a topic with the changed words), with each superseded memory's successor
+    (the current end of its chain among the hits) moved right before it (`current_first`).
     A successor the search did not keep is not brought in: the note quotes what changed it.
     A memory changed only in a part the query is not about gets no note (for this question
     it still holds). Contradicting memories keep their ranks and are flagged: moving one
@@ -70,9 +69,9 @@ def arrange(hits: Sequence[MemoryHit], *, query: str, current_first: bool,
     if not any(h.memory.valid_to or h.memory.conflicts for h in hits):
         return list(hits)
     asked = topics_of(query)
-    asks = {h.memory.id: not h.memory.changed_part or bool(asked & topics_of(
+    asks = {h.memory.id: bool(asked & topics_of(  # is the query about what changed?
         " ".join(t for t in (h.memory.changed_part, h.memory.changed_to) if t)))
-        for h in hits if h.memory.valid_to}  # a whole change, or the part the query asks
+        for h in hits if h.memory.valid_to}
     by_id = {h.memory.id: h for h in hits}
     order: list[MemoryHit] = []
     placed: set[str] = set()

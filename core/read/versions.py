@@ -129,9 +129,17 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
             continue
         b = max(later, key=lambda i: as_utc(hits[i].memory.valid_from))
         read = stance(hits[b].memory.text, others=others)
-        if read.present and not read.goes_on & (_content(old.text) - words):
+        if read.present and not read.goes_on & (_content(old.text) - words) and \
+                not _goes_on_about(read, stance(old.text, others=others)):
             out[a] = b
     return out
+
+
+def _goes_on_about(new: Stance, old: Stance) -> bool:
+    """Whether the newer statement names what the older one named, nothing new, and ends
+    nothing ("Pixel knocked my medal off the shelf" after "I adopted a cat, Pixel"): it
+    goes on about the same thing rather than replacing it."""
+    return bool(new.capitals & old.names) and new.names <= old.names and not new.ends
 
 
 def _closeness(vectors: Sequence[np.ndarray]) -> np.ndarray:

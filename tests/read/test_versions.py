@@ -127,3 +127,18 @@ def test_talk_between_two_people_is_left_as_ranked(tmp_path, embedder, other):
         assert len(hits) == 2
         marks = [h.current for h in hits]
         assert marks == ([None, False] if other == "assistant" else [None, None])
+
+
+@pytest.mark.parametrize("later,changed", [
+    ("Will do. Pixel knocked my medal off the shelf this morning, by the way.", False),
+    ("The flat is so quiet without Pixel, I keep looking for her on the sofa.", True),
+], ids=["goes on about her", "ends"])
+def test_naming_the_same_pet_again_changes_nothing_unless_it_ends(opened, later, changed):
+    """A later statement that names what the older one named, nothing new, goes on about
+    it; one that says it ended is a change."""
+    mem = opened(("I adopted a cat last weekend! A grey tabby called Pixel, from the "
+                  "shelter in Alvalade.", "2024-02-03"), (later, "2024-03-18"))
+    hits = list(mem.search("What pet do I have?", user_id="ana", k=2))
+    adopted = next(h for h in hits if h.memory.text.startswith("I adopted"))
+    assert (adopted.current is False) is changed
+    assert (hits[0] is adopted) is not changed
