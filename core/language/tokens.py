@@ -65,23 +65,16 @@ def _kept(text: str, stemmer: Callable | None, drop: frozenset[str]) -> tuple[st
 def _stemmed(text: str, stemmer: Callable | None) -> tuple[tuple[str, str], ...]:
     """Each of `terms` that is no English stop word, with its stem; cached, since a search
     reads the same memories' texts query after query."""
-    stop = _stopwords()
+    stop = stop_words("en")
     words = [w for w in terms(text) if w not in stop]
     stems = stemmer(words) if stemmer is not None and words else words
     return tuple(zip(words, stems))
 
 
-@lru_cache(maxsize=1)
-def _stopwords() -> frozenset[str]:
-    """bm25s's English stop words (imported on first use: importing the package loads no
-    retrieval library)."""
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return frozenset(STOPWORDS_EN)
-
-
+@lru_cache(maxsize=8)
 def stop_words(*languages: str) -> frozenset[str]:
-    """bm25s's stop words of `languages` ("german", "french", ...), lowercased."""
+    """bm25s's stop words of `languages` ("en", "german", "french", ...), lowercased;
+    imported on first use: importing the package loads no retrieval library."""
     import bm25s.stopwords as lists
 
     return frozenset(w.lower() for name in languages
