@@ -179,8 +179,8 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
     own, present, goes_on = None, True, set()
     for line in lines:
         for sentence in filter(None, (s.strip() for s in _SENTENCE.split(line))):
-            if own is None and (_WEIGHED.search(sentence) or _LONG_AGO.search(sentence) or
-                                _AWAY.search(sentence)):
+            if own is None and (_says(_WEIGHED, sentence) or _says(_LONG_AGO, sentence) or
+                                _says(_AWAY, sentence)):
                 present = False  # how the first sentences put it: "what if", "back then"
             if _ASKS.search(sentence):
                 continue
@@ -189,13 +189,19 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
                 own = party is None or bool(_WE.search(text))
             if party is not None:
                 parties.add(party)
-            if _GOES_ON.search(sentence):
+            if _says(_GOES_ON, sentence):
                 goes_on.update(w[:STEM] for w in terms(sentence))
     said = _GROUNDED.sub("", " ".join(lines))
     names, capitals = (frozenset(n.lower().strip(".,:") for n in pattern.findall(said)
                                  if not _I.match(n)) for pattern in (_NAME, _CAPITAL))
     return Stance(frozenset(parties), bool(own), present, frozenset(goes_on), names,
-                  capitals, bool(_ENDS.search(said)))
+                  capitals, _says(_ENDS, said))
+
+
+def _says(words: regex.Pattern, text: str) -> bool:
+    """Whether `text` says one of `words`, in any case but as capitals ("gave up on IF":
+    intermittent fasting, no condition)."""
+    return any(not (found[0].isupper() and len(found[0]) > 1) for found in words.finditer(text))
 
 
 def parties(question: str) -> frozenset[str]:

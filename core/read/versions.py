@@ -9,7 +9,9 @@ The question names the fact, so no vocabulary of changes is needed:
 - **same question**: the hits near the query (best row above `FLOOR`, within `MARGIN` of
   the best hit's; at most `MOST` of them, or a question many hits answer is left as the
   ranker ordered it) answer it; a hit within `REACH` of the query that is the mutual
-  nearest of one of them (best rows at least `PAIR` apart) is another version of it;
+  nearest of one of them (best rows at least `PAIR` apart) is another version of it; an
+  answer the bank already knows was superseded (a partial change: "cancelled Hulu, kept
+  Netflix") has its successor moved before it when that answers the question too;
 - **same person** (`rmm_core.language.stance`): one person said each (with the assistant:
   a talk between people is left as ranked), and both speak of the asker ("I", "we", or a
   sentence about no one else) when the question does, or both name whom it asks about
@@ -63,18 +65,20 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     `others` names the speakers (the assistant) whose words say nothing of the asker."""
     if not now or len(hits) < 2:
         return list(hits)
-    asked = {}
-    for i, hit in enumerate(hits):
-        vectors = rows.get(hit.memory.id)
-        if vectors is not None and len(vectors) and hit.memory.current and \
-                hit.current is not False:
-            asked[i] = float(np.max(np.atleast_2d(vectors) @ query_vec))
+    asked = {i: float(np.max(np.atleast_2d(rows[h.memory.id]) @ query_vec))
+             for i, h in enumerate(hits) if len(rows.get(h.memory.id, ()))}
     top = max(asked.values(), default=0.0)
     near = [i for i, s in asked.items() if s >= FLOOR and s >= top - MARGIN]
     if not 1 <= len(near) <= MOST:
         return list(hits)
-    reach = [i for i, s in asked.items() if s >= REACH]
-    newer = _versions(hits, set(near), reach, rows, query, others)
+    live = [i for i in asked if hits[i].memory.current and hits[i].current is not False]
+    newer = _versions(hits, set(near), [i for i in live if asked[i] >= REACH], rows, query,
+                      others)
+    place = {h.memory.id: i for i, h in enumerate(hits)}
+    for i in near:  # an answer the bank knows changed, and its successor answers too
+        successor = place.get(hits[i].memory.superseded_by)
+        if i not in live and successor in near:
+            newer.setdefault(i, successor)
     if not newer:
         return list(hits)
     order = list(range(len(hits)))
@@ -85,7 +89,7 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     out = []
     for i in order:
         hit = hits[i]
-        if i in newer:
+        if i in newer and hit.memory.current and hit.current is not False:
             successor = hits[newer[i]].memory
             hit = replace(hit, current=False, text=hit.text + outdated_note(successor))
         out.append(hit)
@@ -108,7 +112,8 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
     close: only the closest pair is read as one fact's versions), both speak of the one
     asked about, they share a speaker and were said `GAP` apart; the newest
     version replaces an older one when said as the present and not saying the older one's
-    state goes on."""
+    state goes on (a mention in passing, itself no answer, that names what the older one
+    named goes on about it: `_goes_on_about`)."""
     asked = parties(query)
     places = [i for i in reach if _one_person(hits[i].memory, others) and
               _about(stance(hits[i].memory.text, others=others), asked)]
@@ -130,7 +135,7 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
         b = max(later, key=lambda i: as_utc(hits[i].memory.valid_from))
         read = stance(hits[b].memory.text, others=others)
         if read.present and not read.goes_on & (_content(old.text) - words) and \
-                not _goes_on_about(read, stance(old.text, others=others)):
+                (b in near or not _goes_on_about(read, stance(old.text, others=others))):
             out[a] = b
     return out
 

@@ -142,3 +142,35 @@ def test_naming_the_same_pet_again_changes_nothing_unless_it_ends(opened, later,
     adopted = next(h for h in hits if h.memory.text.startswith("I adopted"))
     assert (adopted.current is False) is changed
     assert (hits[0] is adopted) is not changed
+
+
+def test_a_stored_partial_change_puts_its_successor_first(opened):
+    """An answer the bank marked as partly changed on write comes after what changed it,
+    even when the question's words are not those of the changed part."""
+    mem = opened(("I pay for Netflix, Hulu and Disney+, it's a lot", "2023-03-06"),
+                 ("cancelled Hulu and Disney+, kept only Netflix. saved like $30 a month",
+                  "2023-09-05"))
+    hits = list(mem.search("Which streaming services do I pay for?", user_id="ana", k=2))
+    assert hits[0].memory.text.startswith("cancelled Hulu")
+    assert not hits[1].memory.current
+
+
+def test_capitals_are_no_condition(opened):
+    """"gave up on IF" (intermittent fasting) is said as the present: "IF" is no "if"."""
+    mem = opened(("I do intermittent fasting, 16:8, eating window noon to 8", "2024-03-25"),
+                 ("gave up on IF, it was making me obsessive about food. back to three meals "
+                  "a day and a snack", "2024-09-06"))
+    hits = list(mem.search("Am I still doing intermittent fasting?", user_id="ana", k=2))
+    assert hits[0].memory.text.startswith("gave up on IF")
+    assert hits[1].current is False
+
+
+def test_naming_the_same_person_in_a_new_answer_is_a_change(opened):
+    """A later statement that answers the question anew is its newest version, though it
+    names only whom the older one named (unlike a mention in passing: the pet above)."""
+    mem = opened(("getting married to Lena in September, the planning is chaos", "2023-08-11"),
+                 ("the hardest thing about being a husband so far is remembering which side "
+                  "of the bed is mine lol. Lena says hi", "2024-02-25"))
+    hits = list(mem.search("Am I married?", user_id="ana", k=2))
+    assert hits[0].memory.text.startswith("the hardest thing")
+    assert hits[1].current is False
