@@ -174,3 +174,16 @@ def test_naming_the_same_person_in_a_new_answer_is_a_change(opened):
     hits = list(mem.search("Am I married?", user_id="ana", k=2))
     assert hits[0].memory.text.startswith("the hardest thing")
     assert hits[1].current is False
+
+
+def test_a_later_answer_naming_only_the_same_person_is_a_change(opened):
+    """A later statement on the question's subject (at least `FLOOR` from it) that names
+    only whom the older one named is a version of it, though no ending word says so ("Léa
+    a rendu ses clés": she gave back her keys); only a mention in passing, far from the
+    question (the pet above), goes on about it."""
+    mem = opened(("je suis en couple avec Léa depuis deux ans", "2023-06-10"),
+                 ("ça fait un mois que Léa a rendu ses clés. l'appart est calme, trop calme. "
+                  "je réapprends à cuisiner pour une personne", "2023-12-03"))
+    hits = list(mem.search("Est-ce que je suis en couple ?", user_id="ana", k=2))
+    assert hits[0].memory.text.startswith("ça fait un mois")
+    assert hits[1].current is False
