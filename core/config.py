@@ -128,8 +128,9 @@ class StagesConfig(_Group):
                                    description="Cosine above which LLM-free reconcile merges.")
     judge_changes: bool = Field(
         False, description="With an LLM: one call per batch of written memories confirms or "
-                           "rejects the changes the supersession rules found and judges the "
-                           "nearest earlier memories they passed over (needs supersession).")
+                           "rejects the changes the supersession rules found and judges each "
+                           "new memory's nearest earlier ones, cue words or not; its verdicts "
+                           "replace the read-time guess of versions (needs supersession).")
     llmlingua_model_path: str | None = Field(
         None, description="Local folder of an LLMLingua-2 model (stages.compression='llmlingua').")
     llm_timeout: float | None = Field(120.0, gt=0, description="Seconds allowed per LLM call.")

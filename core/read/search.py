@@ -195,7 +195,9 @@ class Searcher:
                 steps.after("latest value first", head)
             head = arrange(head, query=query, current_first=now, as_of=as_of)
             steps.after("successor first", head)
-            if now and period is None:  # a named time asks about then, not now
+            # a named time asks about then, not now; with an LLM judge, what a new memory
+            # changed was read when it was written (`stages.judge_changes`), not guessed here
+            if now and period is None and not self.config.stages.judge_changes:
                 head = newest_first(head, query, query_vec, rows,
                                     others=self.config.fusion.assistant_speakers)
                 steps.after("newest version first", head)

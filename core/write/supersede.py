@@ -141,7 +141,7 @@ class Supersession:
                                               self.assistants) if _may_change(c)]
                     for m in new}
         found: list[FactChange] = []
-        if any(changing.values()):
+        if any(changing.values()) or self.judge is not None:
             earlier, nearest = self._earlier(user_id, new, changing)
             found = find_changes(new, earlier, assistants=self.assistants)
             if self.judge is not None:
@@ -153,12 +153,15 @@ class Supersession:
                  ) -> tuple[list[Memory], dict[str, list[str]]]:
         """The stored memories near the `new` ones that may change something (by meaning,
         and by the words of their changing claims), of their scope; and for each such new
-        memory, the ids of its current ones, nearest first."""
-        asking = [m for m in new if changing[m.id]]
+        memory, the ids of its current ones, nearest first. With a judge every new memory
+        may change something: the LLM reads changes no cue word marks ("first week at the
+        bank went great")."""
+        asking = [m for m in new if changing[m.id] or self.judge is not None]
         vectors = self.store.memory_vectors(user_id, [m.id for m in asking])
         near = {m.id: [mid for mid in self.similar(
-            user_id, " ".join(c.text for c in changing[m.id]), vectors[m.id][0], m.metadata,
-            self.candidates) if mid not in changing] for m in asking if m.id in vectors}
+            user_id, " ".join(c.text for c in changing[m.id]) or m.text, vectors[m.id][0],
+            m.metadata, self.candidates) if mid not in changing] for m in asking
+            if m.id in vectors}
         wanted = dict.fromkeys(mid for ids in near.values() for mid in ids)
         scope = {tuple(sorted(m.metadata.items(), key=str)) for m in new}
         earlier = [m for m in self.store.memories(user_id, list(wanted), with_versions=False)

@@ -93,3 +93,33 @@ def test_on_add_the_judges_verdict_decides(open_memory, verdict, superseded):
 def test_switching_the_judge_on_without_an_llm_is_refused(open_memory):
     with pytest.raises(InvalidInputError, match="judge_changes needs an LLM"):
         open_memory(stages={"judge_changes": True})
+
+
+def test_the_judge_reads_a_change_no_cue_word_marks(open_memory):
+    """Every new memory's nearest earlier ones go to the judge, not only those the rules'
+    change words flag: "first week at the bank" says no "moved", "now" or "anymore"."""
+    llm = ScriptedLLM(judge_changes=["P1: supersedes"])
+    mem = open_memory(llm=llm, stages={"judge_changes": True})
+    old = mem.add("I'm a barista at Blue Bottle downtown.", user_id="ana",
+                  occurred_at="2024-01-10")[0]
+    mem.add("First week at the bank went great, the suit still feels weird.", user_id="ana",
+            occurred_at="2024-06-15")
+    assert [c.task for c in llm.calls] == ["judge_changes"]
+    assert "barista at Blue Bottle" in llm.calls[0].prompt
+    assert not mem.get(old.id, user_id="ana").current
+
+
+@pytest.mark.parametrize("judged", [True, False], ids=["judge", "no judge"])
+def test_with_a_judge_its_verdict_replaces_the_read_time_guess(open_memory, judged):
+    """With the judge on, a look-alike it read as no change leaves the older memory
+    current in search too; without it, the read-time step takes the later statement on the
+    question's subject for a newer version (the guess the judge replaces)."""
+    llm = ScriptedLLM(judge_changes=["P1: none"])
+    mem = open_memory(**({"llm": llm, "stages": {"judge_changes": True}} if judged else {}))
+    mem.add("I live in Denver, came here for grad school and never left.", user_id="ana",
+            occurred_at="2024-01-10")
+    mem.add("Priya finally moved out of Denver, she got a place in Austin and already "
+            "texts me about the heat.", user_id="ana", occurred_at="2024-06-15")
+    hits = list(mem.search("Where do I live?", user_id="ana", k=2))
+    denver = next(h for h in hits if h.memory.text.startswith("I live in Denver"))
+    assert (denver.current is not False) is judged
