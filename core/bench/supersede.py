@@ -16,6 +16,15 @@ the old memory is superseded only in part.
 `--through-search` measures instead through the public API, on whole conversations: a fresh
 store per case, three sessions added, the question searched (`supersede_search`, whose set is
 `rmm_core/data/updates_dev.jsonl`). Without it the command runs the pairwise rules as above.
+`--sample N` keeps about N of those cases, stratified (changes and non-changes, English and
+not, each in proportion), so that a slow run and its LLM-free twin see the same subset.
+
+With an LLM (`--llm-url`, `--langchain` or `--local-llm`, the options of `llm_args`) each
+case's memory is opened with it and `stages.judge_changes=True`, extraction and
+reconciliation kept LLM-free (`stages.extraction='segment'`, `stages.reconciliation=
+'threshold'`, `segmentation.kind='embedding'`): the only LLM calls are the change judge's
+(`rmm_core.write.judge`), counted and timed in the figures' `llm` entry. Without one nothing
+changes.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from ..errors import InvalidInputError
 from ..models.embed import Embedder, default_embedder
 from ..types import Memory, as_datetime
 from ..write.supersede import SIGNALS, find_changes
+from .llm_args import add_llm_arguments, llm_from_args
 
 SET = files("rmm_core") / "data" / "supersession.jsonl"
 LABELS = ("supersedes", "conflicts", "none")
@@ -60,6 +70,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "--through-search (default: the packaged set)")
     parser.add_argument("--cases", default=None, metavar="IDS",
                         help="with --through-search: only these case ids (comma-separated)")
+    parser.add_argument("--sample", type=int, default=None, metavar="N",
+                        help="with --through-search: about N of the cases, evenly spread and "
+                        "stratified (changes and non-changes, English and not, in "
+                        "proportion); the same N picks the same cases")
     parser.add_argument("--json", dest="json_out", default=None, help="write figures here")
     parser.add_argument("--markdown", default=None, metavar="PATH",
                         help="with --through-search: write the figures as a markdown section "
@@ -67,11 +81,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedding-model", default=None, metavar="NAME_OR_PATH",
                         help="embedder for the similarity baseline and the stores searched "
                         "(default: packaged MiniLM)")
+    add_llm_arguments(parser, max_tokens=256)
+    parser.epilog = ("With --through-search and an LLM (--llm-url, --langchain or "
+                     "--local-llm) each case's memory runs the LLM change judge "
+                     "(stages.judge_changes=True) while extraction and reconciliation stay "
+                     "LLM-free (segment, threshold): the only LLM calls are the judge's.")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.through_search:
         return run_through_search(args)
+    if args.llm_url or args.langchain or args.local_llm:
+        import sys
+
+        from ..ops.commands import USAGE
+
+        print("rmm bench supersede: an LLM judges changes only with --through-search",
+              file=sys.stderr)
+        return USAGE
     pairs = load_pairs(args.data or SET)
     figures = evaluate(pairs, default_embedder(args.embedding_model))
     print(report(figures))
@@ -84,16 +111,25 @@ def run_through_search(args: argparse.Namespace) -> int:
     """Run the cases through a fresh store each, print (and write) the figures."""
     import sys
 
+    from ..errors import MissingDependencyError
+    from ..ops.commands import USAGE
     from .report import write_markdown
     from .supersede_search import evaluate as evaluate_cases
-    from .supersede_search import load_cases, markdown
+    from .supersede_search import load_cases, markdown, sample
     from .supersede_search import report as report_cases
 
     cases = load_cases(args.data)
     if args.cases:
         wanted = set(args.cases.split(","))
         cases = [c for c in cases if c.id in wanted]
-    figures = evaluate_cases(cases, default_embedder(args.embedding_model))
+    if args.sample:
+        cases = sample(cases, args.sample)
+    try:
+        llm = llm_from_args(args)
+    except (InvalidInputError, MissingDependencyError) as exc:
+        print(f"rmm bench supersede: {exc}", file=sys.stderr)
+        return USAGE
+    figures = evaluate_cases(cases, default_embedder(args.embedding_model), llm=llm)
     print(report_cases(figures))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=2, ensure_ascii=False))

@@ -38,11 +38,16 @@ ids (session 1) stating the fact; `update` those of session 3 that change it or,
 non-change, share its words; `current` those holding the answer after session 3: `update`
 for a change, `fact` for a non-change. `past` (optional) asks what held at `as_of`, a date
 between the fact and the change; its answer is the fact.
+
+With an `llm`, each case's memory is opened with it and `JUDGED` (the change judge on,
+extraction, reconciliation and segmentation LLM-free), so every LLM call is the judge's;
+the figures' `llm` entry holds the calls, tokens, failures and seconds spent in them.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -63,6 +68,11 @@ FIGURES = ("current_first", "stale_marked", "stale_as_current", "non_change_supe
 HEADERS = ("current first", "stale marked", "stale as current", "non-change superseded",
            "past first")
 USER = "bench"
+JUDGED = {"stages.judge_changes": True, "stages.extraction": "segment",
+          "stages.reconciliation": "threshold", "segmentation.kind": "embedding"}
+"""The settings of a run with an LLM: the change judge is its only caller."""
+LLM_TIMEOUT = 600.0
+"""Seconds a judge call may take (a small local model on a few cores is slow)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +151,21 @@ def _case(row: dict[str, Any]) -> Case:
                 str(row["question"]), fact, update, current, past)
 
 
+def sample(cases: Sequence[Case], n: int) -> list[Case]:
+    """About `n` of the cases, in their order: each stratum (change or not, English or
+    not) gives its share of `n` (at least one), evenly spread over the stratum."""
+    if n >= len(cases):
+        return list(cases)
+    strata: dict[tuple[bool, bool], list[int]] = {}
+    for i, case in enumerate(cases):
+        strata.setdefault((case.change, case.lang == "en"), []).append(i)
+    kept: set[int] = set()
+    for members in strata.values():
+        share = max(1, round(n * len(members) / len(cases)))
+        kept.update(members[int(j * len(members) / share)] for j in range(share))
+    return [cases[i] for i in sorted(kept)]
+
+
 def composition(cases: Sequence[Case]) -> dict[str, Any]:
     """The set's make-up: counts per kind, language and non-change, and the shares the set
     is held to (implicit among changes, non-English and non-changes among all)."""
@@ -189,12 +214,27 @@ def outcome(case: Case, hits: Sequence[Any], memories: Sequence[Any],
             past_hits[0], case.fact) and not _holds(past_hits[0], case.update)}
 
 
+def stored_marks(case: Case, hits: Sequence[Any], memories: Sequence[Any]
+                 ) -> dict[str, bool | None]:
+    """The marks written on write only (a memory's `current`), without the read-time ones
+    of `rmm_core.read.versions`: a stale hit's memory (changes), a memory holding the fact
+    (non-changes)."""
+    stale = [h for h in hits if _holds(h, case.fact) and not _holds(h, case.update)]
+    return {"stale_marked": any(h.memory.current is False for h in stale) if case.change
+            else None,
+            "non_change_superseded": None if case.change else any(
+                not m.current for m in memories if case.fact.intersection(m.refs))}
+
+
 def run_case(case: Case, embedder: Any, settings: dict[str, Any] | None = None,
-             ) -> dict[str, Any]:
-    """Add the case's sessions to a fresh in-memory store and search its questions."""
+             llm: Any = None) -> dict[str, Any]:
+    """Add the case's sessions to a fresh in-memory store and search its questions (with
+    `llm`, under the `JUDGED` settings)."""
     from ..memory import ReflectiveMemory
 
-    mem = ReflectiveMemory.open(":memory:", embedder=embedder, **(settings or {}))
+    if llm is not None:
+        settings = {**JUDGED, **(settings or {})}
+    mem = ReflectiveMemory.open(":memory:", embedder=embedder, llm=llm, **(settings or {}))
     try:
         for n, (when, turns) in enumerate(case.sessions, 1):
             mem.add_session(list(turns), user_id=USER, session_id=f"{case.id}-s{n}",
@@ -202,20 +242,34 @@ def run_case(case: Case, embedder: Any, settings: dict[str, Any] | None = None,
         hits = list(mem.search(case.question, user_id=USER, k=5))
         past_hits = None if case.past is None else list(
             mem.search(case.past[0], user_id=USER, k=5, as_of=case.past[1]))
-        row = outcome(case, hits, mem.memories(user_id=USER), past_hits)
+        memories = mem.memories(user_id=USER)
+        row = outcome(case, hits, memories, past_hits)
         row["top"] = [list(h.refs) for h in hits[:2]]
+        row["stored"] = stored_marks(case, hits, memories)
         return row
     finally:
         mem.close()
 
 
 def evaluate(cases: Sequence[Case], embedder: Any, settings: dict[str, Any] | None = None,
-             progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+             progress: Callable[[int], None] | None = None, llm: Any = None
+             ) -> dict[str, Any]:
     """Every figure, overall, per group (changes, implicit, non-changes), kind and language,
-    and each case's outcome, as `--json` writes them."""
+    and each case's outcome, as `--json` writes them; with an `llm` (the change judge's,
+    see `JUDGED`) also its usage, and each case's calls."""
+    from ..models.llm import MeteredLLM, as_llm
+
+    clock = meter = None
+    if llm is not None:
+        clock = Clocked(as_llm(llm))
+        meter = MeteredLLM(clock, timeout=LLM_TIMEOUT, workers=1)
     rows = []
     for case in cases:
-        rows.append({"id": case.id, **run_case(case, embedder, settings)})
+        before = meter.totals["calls"] if meter else 0
+        row = {"id": case.id, **run_case(case, embedder, settings, meter)}
+        if meter is not None:
+            row["llm_calls"] = meter.totals["calls"] - before
+        rows.append(row)
         if progress:
             progress(1)
     groups = {"all": list(range(len(cases))),
@@ -229,7 +283,37 @@ def evaluate(cases: Sequence[Case], embedder: Any, settings: dict[str, Any] | No
                       for k in composition(cases)["kinds"]},
             "langs": {k: tally(rows, [i for i, c in enumerate(cases) if c.lang == k])
                       for k in composition(cases)["langs"]},
+            **({"llm": usage(meter, clock, llm)} if meter and clock else {}),
             "outcomes": rows}
+
+
+class Clocked:
+    """An LLM whose calls are timed: `seconds` is the time spent inside it."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm, self.seconds = llm, 0.0
+
+    def complete_with_usage(self, prompt: str) -> tuple[str, dict[str, int]]:
+        start = time.perf_counter()
+        try:
+            if hasattr(self.llm, "complete_with_usage"):
+                return self.llm.complete_with_usage(prompt)
+            if hasattr(self.llm, "complete"):
+                return self.llm.complete(prompt), {}
+            import asyncio
+
+            return asyncio.run(self.llm.acomplete(prompt)), {}
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+def usage(meter: Any, clock: Clocked, llm: Any) -> dict[str, Any]:
+    """The judge's LLM use over a run: which model, calls, tokens, failures, seconds."""
+    from .answer import llm_name
+
+    calls = meter.totals["calls"]
+    return {"model": llm_name(llm), **meter.totals, "seconds": round(clock.seconds, 1),
+            "seconds_per_call": round(clock.seconds / calls, 2) if calls else None}
 
 
 def tally(rows: Sequence[dict[str, Any]], indexes: Sequence[int]) -> dict[str, Any]:
@@ -273,7 +357,18 @@ def report(figures: dict[str, Any]) -> str:
             f"({comp['implicit_share']:.0%} implicit), {comp['non_changes']} non-changes; "
             f"{comp['non_english_share']:.0%} not in English; {comp['past_questions']} past "
             f"questions")
-    return "\n\n".join([head, text_table(table(figures)), NOTE.replace("**", "")])
+    parts = [head, text_table(table(figures)), NOTE.replace("**", "")]
+    if "llm" in figures:
+        parts.append(llm_line(figures["llm"]))
+    return "\n\n".join(parts)
+
+
+def llm_line(used: dict[str, Any]) -> str:
+    """The change judge's LLM use, in one sentence."""
+    per = used["seconds_per_call"]
+    return (f"change judge ({used['model']}): {used['calls']} calls, {used['failures']} "
+            f"failed, {used['prompt_tokens']} prompt + {used['completion_tokens']} completion "
+            f"tokens, {used['seconds']:.0f} s" + (f" ({per:.1f} s a call)" if per else ""))
 
 
 def markdown(figures: dict[str, Any], command: str) -> str:
@@ -285,4 +380,5 @@ def markdown(figures: dict[str, Any], command: str) -> str:
     begin, end = markers("supersede-search")
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return "\n\n".join([begin, f"`{command}`\n\n{when}; reflective-memory {version()}; "
-                        f"{machine()}.", markdown_table(table(figures), bold="all"), NOTE, end])
+                        f"{machine()}.", markdown_table(table(figures), bold="all"), NOTE,
+                        *([llm_line(figures["llm"]) + "."] if "llm" in figures else []), end])

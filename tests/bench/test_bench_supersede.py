@@ -176,3 +176,39 @@ def test_the_held_out_update_set_loads_with_its_promised_shape():
     assert set(comp["langs"]) == {"en", "de", "fr", "es", "it", "pt"}
     assert comp["implicit_share"] >= 0.35
     assert all(n >= 3 for n in comp["non_change_kinds"].values())
+
+
+# --through-search with an LLM: the change judge's wiring ----------------------------------------
+
+def test_with_an_llm_the_change_judge_is_the_only_caller_and_its_verdict_reaches_the_figures(
+        tmp_path):
+    """Uses a scripted fake LLM (`rmm_core.testing.ScriptedLLM`, always "P1: supersedes"):
+    this shows the wiring, not the judgement. A brother's new job shares the fact's words
+    but changes nothing; the rules leave the fact current, the fake judge's verdict marks it
+    superseded, and the run's usage counts its one call."""
+    from rmm_core.bench.supersede_search import report, sample
+    from rmm_core.testing import ScriptedLLM
+
+    row = _row(change=False, non_change="other-person", current=["x1-s1-t1"], past=None)
+    row["sessions"][2]["turns"][0]["text"] = ("My brother just started working as a pilot at "
+                                              "KLM, flying from Amsterdam.")
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    cases, embedder = load_cases(path), default_embedder()
+    free = evaluate_cases(cases, embedder)
+    llm = ScriptedLLM(judge_changes="P1: supersedes")
+    judged = evaluate_cases(cases, embedder, llm=llm)
+    assert "llm" not in free
+    assert free["outcomes"][0]["non_change_superseded"] is False
+    assert judged["outcomes"][0]["non_change_superseded"] is True
+    assert judged["outcomes"][0]["stored"]["non_change_superseded"] is True
+    assert judged["groups"]["non-changes"]["non_change_superseded"] == 100.0
+    assert set(llm.tasks()) == {"judge_changes"}  # extraction and the rest stay LLM-free
+    assert judged["llm"]["calls"] == judged["outcomes"][0]["llm_calls"] == len(llm.calls) >= 1
+    assert judged["llm"]["failures"] == 0
+    assert "change judge (ScriptedLLM): " in report(judged)
+    subset = sample(load_cases(), 40)
+    assert len(subset) == 40
+    assert {c.change for c in subset} == {True, False}
+    assert {c.lang == "en" for c in subset} == {True, False}
+    assert sample(load_cases(), 40) == subset
