@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import regex
 
-from .tokens import terms
+from .tokens import stop_words, terms
 
 _FLAGS = regex.IGNORECASE | regex.VERSION1
 _LINE = regex.compile(r"^([^\s:][^:\n]{0,40}):\s+(.*)$", regex.MULTILINE)
@@ -163,6 +163,10 @@ class Stance:
     """Its capitalised words and numbers wherever they stand (lowercased)."""
     ends: bool
     """It says something ended ("without Luna", "sold the Vespa")."""
+    opens_on: str | None = None
+    """The name its first statement opens on when it speaks of a "he" or "she" and not of
+    the speaker ("Priya finally moved out of Denver, she got a place in Austin"),
+    lowercased: someone else's news, unless the older statement named them (a pet)."""
 
 
 def stance(text: str, *, others: Collection[str] = ()) -> Stance:
@@ -176,7 +180,7 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
     lines = [said for who, said in _LINE.findall(text) if who.lower() not in others] \
         if _LINE.search(text) else [text]
     parties: set[str] = set()
-    own, present, goes_on = None, True, set()
+    own, present, goes_on, opens_on = None, True, set(), None
     for line in lines:
         for sentence in filter(None, (s.strip() for s in _SENTENCE.split(line))):
             if own is None and (_says(_WEIGHED, sentence) or _says(_LONG_AGO, sentence) or
@@ -185,6 +189,8 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
             if _ASKS.search(sentence):
                 continue
             party = _party(sentence)
+            if own is None and party is None:
+                opens_on = _named(sentence, lines)
             if own is None:  # the first statement says whose news it is
                 own = party is None or bool(_WE.search(text))
             if party is not None:
@@ -195,7 +201,7 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
     names, capitals = (frozenset(n.lower().strip(".,:") for n in pattern.findall(said)
                                  if not _I.match(n)) for pattern in (_NAME, _CAPITAL))
     return Stance(frozenset(parties), bool(own), present, frozenset(goes_on), names,
-                  capitals, _says(_ENDS, said))
+                  capitals, _says(_ENDS, said), opens_on)
 
 
 def _says(words: regex.Pattern, text: str) -> bool:
@@ -221,6 +227,35 @@ def lemma(role: str) -> str:
         if len(role) > 3 and role[-1] in end:
             role = role[:-1]
     return role
+
+
+_ME = regex.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|us|our|ich|mich|mir|mein\w*|wir|uns|"
+    r"unser\w*|je|j'|moi|mon|ma|mes|nous|notre|nos|yo|mi|mis|nosotr[oa]s|nuestr[oa]s?|io|"
+    r"mio|mia|miei|mie|noi|nostr[oaie]|eu|meu|minha|meus|minhas|nós|noss[oa]s?)\b", _FLAGS)
+"""The speaker's own words: I, my, we, in the six languages."""
+_SHE = regex.compile(r"\b(?:he|him|she|her|er|ihn|ihm|elle|lui|él|ella|lei|ele|ela)\b",
+                     regex.IGNORECASE)
+"""A person spoken of: he, she, him, her."""
+_CLAUSE = regex.compile(r"[,;:()]|\s[-–—]\s")
+_FIRST = regex.compile(rf"^(?i:{_OPENER[1:]})(\p{{Lu}}[\p{{Ll}}'’-]+)\b", regex.VERSION1)
+
+
+def _named(sentence: str, lines: list[str]) -> str | None:
+    """The person a statement opens on by name ("Priya finally moved out of Denver, she got
+    a place in Austin"): a capitalised first word, no stop word or "-ly" adverb ("Finally"),
+    in a first clause with no "I" or "my", when the statement speaks of a "he" or "she"."""
+    found = _FIRST.match(sentence)
+    if found is None or _ME.search(_CLAUSE.split(sentence, 1)[0]) or \
+            found[1].lower() in _stop_words() or found[1].endswith("ly") or \
+            not any(_SHE.search(line) for line in lines):
+        return None
+    return found[1].lower()
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    return stop_words("en", "german", "french", "spanish", "italian", "portuguese")
 
 
 def _party(sentence: str) -> str | None:

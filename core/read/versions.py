@@ -135,6 +135,8 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
             continue
         b = max(later, key=lambda i: as_utc(hits[i].memory.valid_from))
         read = stance(hits[b].memory.text, others=others)
+        if read.opens_on and read.opens_on not in stance(old.text, others=others).capitals:
+            continue  # someone else's news: "Priya finally moved out of Denver"
         if read.present and not read.goes_on & (_content(old.text) - words) and \
                 (b in about or not _goes_on_about(read, stance(old.text, others=others))):
             out[a] = b

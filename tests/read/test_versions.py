@@ -187,3 +187,20 @@ def test_a_later_answer_naming_only_the_same_person_is_a_change(opened):
     hits = list(mem.search("Est-ce que je suis en couple ?", user_id="ana", k=2))
     assert hits[0].memory.text.startswith("ça fait un mois")
     assert hits[1].current is False
+
+
+@pytest.mark.parametrize("later,changed", [
+    ("Priya finally moved out of Denver :( she got a place in Austin and already texts me "
+     "about the heat", False),
+    ("Pepper is being such a good auntie to Moose already, he's a 12 week old lab, lets him "
+     "steal her toys", True),
+], ids=["a friend's news", "the pets named"])
+def test_a_statement_opening_on_a_name_is_that_persons_news(opened, later, changed):
+    """A statement that opens on a name and speaks of a "he" or "she", not of the speaker,
+    is someone else's news, unless the older statement named them (the speaker's pet)."""
+    mem = opened(("I'm in Denver with my dog Pepper, came here for grad school and never "
+                  "left lol", "2024-01-10"), (later, "2024-06-15"))
+    question = "Where do I live?" if not changed else "How many dogs do I have?"
+    hits = list(mem.search(question, user_id="ana", k=2))
+    older = next(h for h in hits if h.memory.text.startswith("I'm in Denver"))
+    assert (older.current is False) is changed

@@ -116,10 +116,10 @@ def test_with_a_judge_its_verdict_replaces_the_read_time_guess(open_memory, judg
     question's subject for a newer version (the guess the judge replaces)."""
     llm = ScriptedLLM(judge_changes=["P1: none"])
     mem = open_memory(**({"llm": llm, "stages": {"judge_changes": True}} if judged else {}))
-    mem.add("I live in Denver, came here for grad school and never left.", user_id="ana",
+    mem.add("I drive a 2015 Toyota Corolla and just hit 100k miles.", user_id="ana",
             occurred_at="2024-01-10")
-    mem.add("Priya finally moved out of Denver, she got a place in Austin and already "
-            "texts me about the heat.", user_id="ana", occurred_at="2024-06-15")
-    hits = list(mem.search("Where do I live?", user_id="ana", k=2))
-    denver = next(h for h in hits if h.memory.text.startswith("I live in Denver"))
-    assert (denver.current is not False) is judged
+    mem.add("corolla's in the shop for a week so the dealership gave me a loaner Camry, the "
+            "seats are SO much nicer lol", user_id="ana", occurred_at="2024-06-15")
+    hits = list(mem.search("What car do I drive?", user_id="ana", k=2))
+    corolla = next(h for h in hits if h.memory.text.startswith("I drive"))
+    assert (corolla.current is not False) is judged
