@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import regex
 
+from .timeref import ahead, find_relative
 from .tokens import stop_words, terms
 
 _FLAGS = regex.IGNORECASE | regex.VERSION1
@@ -184,8 +185,8 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
     for line in lines:
         for sentence in filter(None, (s.strip() for s in _SENTENCE.split(line))):
             if own is None and (_says(_WEIGHED, sentence) or _says(_LONG_AGO, sentence) or
-                                _says(_AWAY, sentence)):
-                present = False  # how the first sentences put it: "what if", "back then"
+                                _says(_AWAY, sentence) or _ahead(sentence)):
+                present = False  # how the first sentences put it: "what if", "next week"
             if _ASKS.search(sentence):
                 continue
             party = _party(sentence)
@@ -202,6 +203,12 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
                                  if not _I.match(n)) for pattern in (_NAME, _CAPITAL))
     return Stance(frozenset(parties), bool(own), present, frozenset(goes_on), names,
                   capitals, _says(_ENDS, said), opens_on)
+
+
+def _ahead(sentence: str) -> bool:
+    """Whether a sentence speaks of a time ahead ("interview next thursday"): a plan."""
+    found = find_relative(_GROUNDED.sub("", sentence))
+    return found is not None and ahead(found)
 
 
 def _says(words: regex.Pattern, text: str) -> bool:

@@ -148,6 +148,24 @@ def find_relative(text: str) -> regex.Match | None:
     return found
 
 
+def ahead(found: regex.Match) -> bool:
+    """Whether a relative time `find_relative` found lies ahead of when it was said ("next
+    week", "tomorrow", "in three days", "l'année prochaine", "nächste Woche")."""
+    if found.re is _OTHER:
+        meanings = _MEANINGS[next(code for code in LANGUAGES if found[code])]
+        if found["day"]:
+            return not _here(found) and meanings["days"][_key(found["day"])] > 0
+        if found["what"]:
+            return (meanings["before"][_key(found["pre"])] if found["pre"]
+                    else meanings["after"][_key(found["post"])]) == "next"
+        return not found["ago"]
+    if found["day"]:
+        return found["day"].lower() in ("tomorrow", "the day after tomorrow")
+    if found["rel"]:
+        return found["rel"].lower() == "next"
+    return not found["n"] or found["ago"].lower() == "from now"
+
+
 def _may_say_other(text: str) -> bool:
     """Whether `text` holds a word of `_KEYS` (a set lookup: a tenth of the pattern's cost)."""
     return not _KEYS.isdisjoint(_TOKEN.findall(text.lower().translate(_PLAIN)))

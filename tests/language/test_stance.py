@@ -46,8 +46,12 @@ def test_news_that_opens_on_someone_else_is_theirs(text):
     "user: si je trouvais un poste à Lyon je partirais demain",
     "user: when I was a teenager I worked at a car wash every summer",
     "user: spending a week at my brother's in Cork, the weather is grim",
+    "user: got a second round interview at Stripe next friday, any prep tips?",
+    "user: Übermorgen (14 May 2025) fange ich bei der Post an, bin nervös",
+    "user: la semaine prochaine je passe l'entretien pour le poste à Nantes",
+    "user: dentro de dos semanas empiezo en el hospital nuevo",
 ])
-def test_a_wish_a_weighed_choice_a_memory_or_a_stay_away_is_not_the_present(text):
+def test_a_wish_a_weighed_choice_a_memory_a_stay_away_or_a_plan_is_not_the_present(text):
     assert not stance(text, others=ASSISTANT).present
 
 
@@ -65,3 +69,13 @@ def test_a_question_names_whom_it_asks_about_in_one_form_for_genders():
     assert parties("¿Dónde vive mi hermana?") == parties("¿Dónde vive mi hermano?")
     assert parties("Wer ist meine Chefin?") == parties("Wer ist mein Chef?")
     assert parties("Where do I work?") == frozenset()
+
+
+@pytest.mark.parametrize("text,name", [
+    ("user: Tomás finally quit the band, he says he's done with gigs", "tomás"),
+    ("user: So Ines got the flat in Porto, she's moving in May", "ines"),
+    ("user: Finally moved into the new place! the landlord says he fixed the boiler", None),
+    ("user: Marco and I split the rent now, he's in the big room", None),
+], ids=["a name and he", "after an opener", "an adverb", "the speaker too"])
+def test_a_statement_that_opens_on_a_name_and_speaks_of_him_or_her(text, name):
+    assert stance(text, others=ASSISTANT).opens_on == name
