@@ -71,17 +71,20 @@ _WE = regex.compile(r"\b(?:and I|and me|me and|und ich|et moi|moi et|y yo|e io|e
 """"My wife and I moved": the speaker's fact as much as the other's."""
 
 _WEIGHED = regex.compile(
-    r"\b(?:if|would|might|wonder(?:ing)?|what if|thinking (?:about|of)|"
+    r"\b(?:if|would|might|wonder(?:ing)?|what if|thinking (?:about|of)|was (?:gonna|going to)|"
+    r"(?:this|so) close to|"
     r"thought (?:about|of)|consider(?:ing|ed)|almost|nearly|maybe|someday|one day|"
     r"daydream\w*|wish|decided against|passed on|turned (?:it |them )?down|talked me out|"
     r"said no|"
     r"wenn|falls|würde\w*|wäre\w*|hätte\w*|könnte\w*|überleg\w*|vielleicht|irgendwann|"
+    r"eines Tages|wollte\w*|"
     r"si (?:je|j'|on|tu|il|elle|nous)|s'il|j'ai failli|failli|je me demande|peut-être|"
-    r"j'hésite|(?:je|j'|tu|il|elle|on)\s*\w+(?:rais|rait)|"
-    r"si (?:pudiera|tuviera|fuera|me|lo|la|nos)|quizás?|tal vez|estuve pensando|pens[ée] en|"
-    r"se (?:potessi|avessi|fossi|io)|forse|pensavo|volevo|\w+rebbe|"
+    r"j'hésite|(?:je|j'|tu|il|elle|on)\s*\w+(?:rais|rait)|un jour|j'allais|"
+    r"si (?:pudiera|tuviera|fuera|me|lo|la|nos|algún)|quizás?|tal vez|estuve pensando|"
+    r"pens[ée] en|algún día|iba a|"
+    r"se (?:potessi|avessi|fossi|io)|forse|pensavo|volevo|un giorno|stavo per|\w+rebbe|"
     r"(?:vorr|potr|far|andr|sar|avr)ei|"
-    r"se eu|às vezes penso|talvez|pensei em|quase)\b",
+    r"se eu|às vezes penso|talvez|pensei em|pensando em|um dia|quase)\b",
     _FLAGS)
 """A condition, a wish or a choice weighed: nothing it says has happened."""
 _LONG_AGO = regex.compile(
@@ -90,7 +93,7 @@ _LONG_AGO = regex.compile(
     r"remember(?:ed)?|reminds me of|in high school|years ago|"
     r"als ich (?:klein|jung|kind)|als Kind|damals|früher|"
     r"quand j'(?:étais|avais)|petite?,|(?:étant|quand j'étais) enfant|autrefois|"
-    r"à l'époque|"
+    r"à l'époque|l'époque où|"
     r"de (?:pequeñ|niñ)[oa]|cuando (?:era|tenía|trabajaba|vivía|estudiaba)|"
     r"me acord[ée] de|me acuerdo de|"
     r"da (?:piccol|bambin)[oa]|quando ero|mi ricordo|"

@@ -50,6 +50,11 @@ def test_news_that_opens_on_someone_else_is_theirs(text):
     "user: Übermorgen (14 May 2025) fange ich bei der Post an, bin nervös",
     "user: la semaine prochaine je passe l'entretien pour le poste à Nantes",
     "user: dentro de dos semanas empiezo en el hospital nuevo",
+    "user: was going to take the job in Leeds but the commute would have killed me",
+    "user: I was so close to selling the van, then the engine behaved for once",
+    "user: eines Tages ziehen wir ans Meer, das steht fest",
+    "user: je travaillais à l'époque où il n'y avait pas encore de métro",
+    "user: iba a dejar el gimnasio pero me quedo un mes más",
 ])
 def test_a_wish_a_weighed_choice_a_memory_a_stay_away_or_a_plan_is_not_the_present(text):
     assert not stance(text, others=ASSISTANT).present
