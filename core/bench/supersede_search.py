@@ -33,7 +33,8 @@ The set ships as `rmm_core/data/updates_dev.jsonl`, one case per line:
 same language; `implicit` marks a change that names neither the change nor the old value's
 end (only its consequence); `partial` a change of part of the fact (a second cat);
 `non_change` is null for a change, else what the third session is instead (relative,
-other-person, visit, hypothetical, dropped, restatement, past-story). `fact` holds the turn
+other-person, visit, hypothetical, dropped, restatement, past-story, complaint, plan,
+question, negated-other, additional, temporary, anecdote, gift, helping). `fact` holds the turn
 ids (session 1) stating the fact; `update` those of session 3 that change it or, for a
 non-change, share its words; `current` those holding the answer after session 3: `update`
 for a change, `fact` for a non-change. `past` (optional) asks what held at `as_of`, a date
@@ -61,7 +62,8 @@ CASES = files("rmm_core") / "data" / "updates_dev.jsonl"
 FIELDS = {"id", "kind", "lang", "change", "implicit", "partial", "non_change", "sessions",
           "question", "fact", "update", "current", "past"}
 NON_CHANGES = ("relative", "other-person", "visit", "hypothetical", "dropped", "restatement",
-               "past-story")
+               "past-story", "complaint", "plan", "question", "negated-other", "additional",
+               "temporary", "anecdote", "gift", "helping")
 FIGURES = ("current_first", "stale_marked", "stale_as_current", "non_change_superseded",
            "past_first")
 """Each figure, in the order printed."""

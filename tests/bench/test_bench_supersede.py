@@ -178,6 +178,20 @@ def test_the_held_out_update_set_loads_with_its_promised_shape():
     assert all(n >= 3 for n in comp["non_change_kinds"].values())
 
 
+
+def test_the_second_writers_update_set_loads_with_its_promised_shape():
+    """`tests/data/updates_dev_more.jsonl`: 110 cases by a second writer who saw neither the
+    method nor the first set, mostly non-changes said in chat the way people say them."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "data" / "updates_dev_more.jsonl"
+    comp = composition(load_cases(path))
+    assert (comp["cases"], comp["changes"]) == (110, 45)
+    assert set(comp["langs"]) == {"en", "de", "fr", "es", "it", "pt"}
+    assert comp["non_english_share"] >= 0.25
+    assert len(comp["non_change_kinds"]) >= 12
+
+
 # --through-search with an LLM: the change judge's wiring ----------------------------------------
 
 def test_with_an_llm_the_change_judge_is_the_only_caller_and_its_verdict_reaches_the_figures(
