@@ -159,7 +159,7 @@ class Stance:
     present: bool
     """Said as how things are, not as a wish, a weighed choice, a memory or a stay away."""
     goes_on: frozenset[str]
-    """The words (their first `STEM` letters) of sentences saying a state goes on ("still
+    """The words (their first `STEM` letters) of clauses saying a state goes on ("still
     in Leith")."""
     names: frozenset[str]
     """The names and numbers it says inside its sentences (lowercased)."""
@@ -171,6 +171,9 @@ class Stance:
     """The name its first statement opens on when it speaks of a "he" or "she" and not of
     the speaker ("Priya finally moved out of Denver, she got a place in Austin"),
     lowercased: someone else's news, unless the older statement named them (a pet)."""
+    moves_on: frozenset[str] = frozenset()
+    """The words of its other clauses (their first `STEM` letters): "still baking every
+    weekend, but the running is done" goes on about baking and not about running."""
 
 
 def stance(text: str, *, others: Collection[str] = ()) -> Stance:
@@ -184,7 +187,7 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
     lines = [said for who, said in _LINE.findall(text) if who.lower() not in others] \
         if _LINE.search(text) else [text]
     parties: set[str] = set()
-    own, present, goes_on, opens_on = None, True, set(), None
+    own, present, goes_on, other, opens_on = None, True, set(), set(), None
     for line in lines:
         for sentence in filter(None, (s.strip() for s in _SENTENCE.split(line))):
             if own is None and (_says(_WEIGHED, sentence) or _says(_LONG_AGO, sentence) or
@@ -199,13 +202,14 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
                 own = party is None or bool(_WE.search(text))
             if party is not None:
                 parties.add(party)
-            if _says(_GOES_ON, sentence):
-                goes_on.update(w[:STEM] for w in terms(sentence))
+            for clause in _PARTS.split(sentence):
+                stems = {w[:STEM] for w in terms(clause)}
+                (goes_on if _says(_GOES_ON, clause) else other).update(stems)
     said = _GROUNDED.sub("", " ".join(lines))
     names, capitals = (frozenset(n.lower().strip(".,:") for n in pattern.findall(said)
                                  if not _I.match(n)) for pattern in (_NAME, _CAPITAL))
     return Stance(frozenset(parties), bool(own), present, frozenset(goes_on), names,
-                  capitals, _says(_ENDS, said), opens_on)
+                  capitals, _says(_ENDS, said), opens_on, frozenset(other))
 
 
 def _ahead(sentence: str) -> bool:
@@ -247,6 +251,8 @@ _ME = regex.compile(
 _SHE = regex.compile(r"\b(?:he|him|she|her|er|ihn|ihm|elle|lui|él|ella|lei|ele|ela)\b",
                      regex.IGNORECASE)
 """A person spoken of: he, she, him, her."""
+_PARTS = regex.compile(r"[,;:]\s|\s(?:but|aber|mais|pero|ma|mas)\s", regex.IGNORECASE)
+"""Where a sentence's clauses part: "still baking, but the running is done"."""
 _CLAUSE = regex.compile(r"[,;:()]|\s[-–—]\s")
 _FIRST = regex.compile(rf"^(?i:{_OPENER[1:]})(\p{{Lu}}[\p{{Ll}}'’-]+)\b", regex.VERSION1)
 

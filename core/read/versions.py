@@ -137,7 +137,8 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
         read = stance(hits[b].memory.text, others=others)
         if read.opens_on and read.opens_on not in stance(old.text, others=others).capitals:
             continue  # someone else's news: "Priya finally moved out of Denver"
-        if read.present and not read.goes_on & (_content(old.text) - words) and \
+        said = _content(old.text) - words
+        if read.present and not (read.goes_on & said and not read.moves_on & said) and \
                 (b in about or not _goes_on_about(read, stance(old.text, others=others))):
             out[a] = b
     return out

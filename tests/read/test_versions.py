@@ -204,3 +204,18 @@ def test_a_statement_opening_on_a_name_is_that_persons_news(opened, later, chang
     hits = list(mem.search(question, user_id="ana", k=2))
     older = next(h for h in hits if h.memory.text.startswith("I'm in Denver"))
     assert (older.current is False) is changed
+
+
+@pytest.mark.parametrize("later,changed", [
+    ("still swimming twice a week, but my tennis racket lives in the cupboard now, the "
+     "elbow won", True),
+    ("still swimming twice a week and still playing tennis on sundays", False),
+], ids=["part ends", "all goes on"])
+def test_a_state_going_on_in_part_is_a_partial_change(opened, later, changed):
+    """A later statement that says part of the older one goes on and speaks of another
+    part in a clause of its own changes that part; one where all it says goes on does not."""
+    mem = opened(("I swim twice a week and play tennis on sundays", "2024-01-10"),
+                 (later, "2024-06-15"))
+    hits = list(mem.search("What sports do I do?", user_id="ana", k=2))
+    older = next(h for h in hits if h.memory.text.startswith("I swim"))
+    assert (older.current is False or not older.memory.current) is changed
