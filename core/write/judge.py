@@ -76,20 +76,25 @@ class ChangeJudge:
 
 
 def parse_verdicts(answer: str, n: int) -> dict[int, str]:
-    """`{pair index: verdict}` from `P1: supersedes` lines; a pair out of range is an error
-    (the LLM is asked again), a pair left out keeps the rules' verdict."""
+    """`{pair index: verdict}` from `P1: supersedes` lines; a pair left out keeps the rules'
+    verdict. Lines for pairs that were not asked (a small model going on to "P2" when one
+    pair was shown) are ignored; an answer with no verdict for any asked pair is an error
+    (the LLM is asked again)."""
     verdicts: dict[int, str] = {}
+    beyond = []
     for line in answer.splitlines():
         found = _LINE.match(line.strip().strip("`*"))
         if not found:
             continue
         k = int(found.group(1))
-        if not 1 <= k <= n:
-            raise ParseError(f"P{k} is not a pair; they are P1 to P{n}")
-        verdicts[k - 1] = found.group(2).lower()
+        if 1 <= k <= n:
+            verdicts.setdefault(k - 1, found.group(2).lower())
+        else:
+            beyond.append(k)
     if not verdicts:
-        raise ParseError("no verdict lines found; write one line per pair such as "
-                         "'P1: supersedes', 'P2: conflicts' or 'P3: none'")
+        raise ParseError(f"no verdict for P1 to P{n}" + (
+            f" (P{beyond[0]} is not a pair)" if beyond else "") + "; write one line per pair "
+            "such as 'P1: supersedes', 'P2: conflicts' or 'P3: none'")
     return verdicts
 
 

@@ -20,10 +20,11 @@ def test_verdicts_are_read_one_line_per_pair():
     assert parse_verdicts(answer, 3) == {0: "supersedes", 1: "none", 2: "conflicts"}
 
 
-def test_a_pair_out_of_range_or_no_verdict_at_all_is_a_parse_error():
+def test_lines_for_pairs_not_asked_are_ignored_and_no_verdict_at_all_is_a_parse_error():
+    assert parse_verdicts("P1: supersedes\nP2: none\nP3: none", 1) == {0: "supersedes"}
     with pytest.raises(ParseError, match="P4 is not a pair"):
         parse_verdicts("P4: none", 3)
-    with pytest.raises(ParseError, match="no verdict lines"):
+    with pytest.raises(ParseError, match="no verdict for P1 to P3"):
         parse_verdicts("They all look fine to me.", 3)
 
 
