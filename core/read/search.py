@@ -197,9 +197,10 @@ class Searcher:
             steps.after("successor first", head)
             # a named time asks about then, not now; with an LLM judge, what a new memory
             # changed was read when it was written (`stages.judge_changes`), not guessed here
-            if now and period is None and not self.config.stages.judge_changes:
+            if now and period is None:
                 head = newest_first(head, query, query_vec, rows,
-                                    others=self.config.fusion.assistant_speakers)
+                                    others=self.config.fusion.assistant_speakers,
+                                    guess=not self.config.stages.judge_changes)
                 steps.after("newest version first", head)
         return head
 

@@ -11,7 +11,8 @@ The question names the fact, so no vocabulary of changes is needed:
   ranker ordered it) answer it; a hit within `REACH` of the query that is the mutual
   nearest of one of them (best rows at least `PAIR` apart) is another version of it; an
   answer the bank already knows was superseded (a partial change: "cancelled Hulu, kept
-  Netflix") has its successor moved before it when that answers the question too;
+  Netflix") has its successor moved before it when that answers the question too (or,
+  when an LLM judged it on write, is within reach of the query);
 - **same person** (`rmm_core.language.stance`): one person said each (with the assistant:
   a talk between people is left as ranked), and both speak of the asker ("I", "we", or a
   sentence about no one else) when the question does, or both name whom it asks about
@@ -58,11 +59,12 @@ GAP = timedelta(days=1)
 
 def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
                  rows: Mapping[str, np.ndarray], *, now: bool = True,
-                 others: Collection[str] = ()) -> list[MemoryHit]:
+                 others: Collection[str] = (), guess: bool = True) -> list[MemoryHit]:
     """The hits with each newest version of a fact right before its highest older version,
     the older ones marked `current=False` and noted (`now` False: the hits as they are).
     `rows` maps a memory id to its unit vector rows; hits without rows are left alone;
-    `others` names the speakers (the assistant) whose words say nothing of the asker."""
+    `others` names the speakers (the assistant) whose words say nothing of the asker;
+    `guess` False keeps to the versions the bank recorded on write (an LLM judged them)."""
     if not now or len(hits) < 2:
         return list(hits)
     asked = {i: float(np.max(np.atleast_2d(rows[h.memory.id]) @ query_vec))
@@ -73,11 +75,14 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
         return list(hits)
     live = [i for i in asked if hits[i].memory.current and hits[i].current is not False]
     newer = _versions(hits, set(near), [i for i in live if asked[i] >= REACH], rows, query,
-                      others, {i for i, s in asked.items() if s >= FLOOR})
+                      others, {i for i, s in asked.items() if s >= FLOOR}) if guess else {}
     place = {h.memory.id: i for i, h in enumerate(hits)}
-    for i in near:  # an answer the bank knows changed, and its successor answers too
+    # an answer the bank knows changed: its successor first when it answers too, or, when
+    # an LLM judged the change on write (no `guess`), when it is within reach of the query
+    for i in near:
         successor = place.get(hits[i].memory.superseded_by)
-        if i not in live and successor in near:
+        if i not in live and (successor in near or not guess and successor is not None and
+                              asked.get(successor, 0.0) >= REACH):
             newer.setdefault(i, successor)
     if not newer:
         return list(hits)

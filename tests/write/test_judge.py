@@ -124,3 +124,18 @@ def test_with_a_judge_its_verdict_replaces_the_read_time_guess(open_memory, judg
     hits = list(mem.search("What car do I drive?", user_id="ana", k=2))
     corolla = next(h for h in hits if h.memory.text.startswith("I drive"))
     assert (corolla.current is not False) is judged
+
+
+def test_with_a_judge_a_change_it_found_comes_first_in_search(open_memory):
+    """What the judge recorded orders search as the read-time step would: the successor of
+    an answer comes before it when it answers the question too, though the question shares
+    no word with what changed."""
+    llm = ScriptedLLM(judge_changes=["P1: supersedes"])
+    mem = open_memory(llm=llm, stages={"judge_changes": True})
+    mem.add("I live in Leeds, in a flat with the worst damp problem", user_id="ana",
+            occurred_at="2024-01-10")
+    mem.add("Honestly the best part of Glasgow so far is that the landlord actually fixes "
+            "things", user_id="ana", occurred_at="2024-06-15")
+    hits = list(mem.search("Where do I live?", user_id="ana", k=2))
+    assert hits[0].memory.text.startswith("Honestly the best part of Glasgow")
+    assert not hits[1].memory.current
