@@ -254,7 +254,10 @@ _SHE = regex.compile(r"\b(?:he|him|she|her|er|ihn|ihm|elle|lui|él|ella|lei|ele|
 _PARTS = regex.compile(r"[,;:]\s|\s(?:but|aber|mais|pero|ma|mas)\s", regex.IGNORECASE)
 """Where a sentence's clauses part: "still baking, but the running is done"."""
 _CLAUSE = regex.compile(r"[,;:()]|\s[-–—]\s")
+"""Where a first clause ends, for whom it speaks of: "Priya moved :( she ..."."""
 _FIRST = regex.compile(rf"^(?i:{_OPENER[1:]})(\p{{Lu}}[\p{{Ll}}'’-]+)\b", regex.VERSION1)
+"""A sentence's first capitalised word after the words a chat message opens with."""
+_LANGUAGES = ("en", "german", "french", "spanish", "italian", "portuguese")
 
 
 def _named(sentence: str, lines: list[str]) -> str | None:
@@ -263,15 +266,10 @@ def _named(sentence: str, lines: list[str]) -> str | None:
     in a first clause with no "I" or "my", when the statement speaks of a "he" or "she"."""
     found = _FIRST.match(sentence)
     if found is None or _ME.search(_CLAUSE.split(sentence, 1)[0]) or \
-            found[1].lower() in _stop_words() or found[1].endswith("ly") or \
+            found[1].lower() in stop_words(*_LANGUAGES) or found[1].endswith("ly") or \
             not any(_SHE.search(line) for line in lines):
         return None
     return found[1].lower()
-
-
-@lru_cache(maxsize=1)
-def _stop_words() -> frozenset[str]:
-    return stop_words("en", "german", "french", "spanish", "italian", "portuguese")
 
 
 def _party(sentence: str) -> str | None:
