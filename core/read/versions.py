@@ -75,7 +75,7 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
         return list(hits)
     live = [i for i in asked if hits[i].memory.current and hits[i].current is not False]
     newer = _versions(hits, set(near), [i for i in live if asked[i] >= REACH], rows, query,
-                      others, {i for i, s in asked.items() if s >= FLOOR}) if guess else {}
+                      others) if guess else {}
     place = {h.memory.id: i for i, h in enumerate(hits)}
     # an answer the bank knows changed: its successor first when it answers too, or, when
     # an LLM judged the change on write (no `guess`), when it is within reach of the query
@@ -109,17 +109,15 @@ def outdated_note(successor: Memory) -> str:
 
 
 def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[int],
-              rows: Mapping[str, np.ndarray], query: str, others: Collection[str],
-              about: Collection[int]) -> dict[int, int]:
+              rows: Mapping[str, np.ndarray], query: str,
+              others: Collection[str]) -> dict[int, int]:
     """Each older version's place -> its newest version's place. Two hits within reach, one
     of them an answer (`near`), are versions when their best rows are close (`PAIR`) and
     each other's nearest (in a conversation that keeps returning to a subject, many hits are
     close: only the closest pair is read as one fact's versions), both speak of the one
     asked about, they share a speaker and were said `GAP` apart; the newest
     version replaces an older one when said as the present and not saying the older one's
-    state goes on (a mention in passing, below `FLOOR` of the query (`about` holds the
-    places at or above it), that names what the older one named goes on about it:
-    `_goes_on_about`)."""
+    state goes on (`_goes_on_about`)."""
     asked = parties(query)
     places = [i for i in reach if _one_person(hits[i].memory, others) and
               _about(stance(hits[i].memory.text, others=others), asked)]
@@ -144,7 +142,7 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
             continue  # someone else's news: "Priya finally moved out of Denver"
         said = _content(old.text) - words
         if read.present and not (read.goes_on & said and not read.moves_on & said) and \
-                (b in about or not _goes_on_about(read, stance(old.text, others=others))):
+                not _goes_on_about(read, stance(old.text, others=others)):
             out[a] = b
     return out
 
