@@ -44,6 +44,12 @@ WHOLE = 0.5
 """A memory is superseded whole when the changed claims hold at least this share of its
 words; below it, in part."""
 
+JUDGED = 0.2
+"""Least cosine between the best rows of a new memory and an earlier one for the LLM judge
+to be shown them as a pair: small talk is no version of a fact, and a small model shown
+one may call it a change ("first week at the bank went great" and "I'm a barista" are
+0.23 apart)."""
+
 
 def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
                  off: Collection[str] = (),
@@ -167,6 +173,12 @@ class Supersession:
         earlier = [m for m in self.store.memories(user_id, list(wanted), with_versions=False)
                    if tuple(sorted(m.metadata.items(), key=str)) in scope]
         current = {m.id for m in earlier if not m.superseded_by}
+        if self.judge is not None:  # the judge is shown only pairs on one subject
+            rows = self.store.memory_vectors(user_id, list(current))
+            current = {i for i in current if i in rows}
+            near = {new_id: [i for i in ids if i in current and float(np.max(
+                np.atleast_2d(vectors[new_id]) @ np.atleast_2d(rows[i]).T)) >= JUDGED]
+                for new_id, ids in near.items()}
         return earlier, {new_id: [i for i in ids if i in current] for new_id, ids in near.items()}
 
 

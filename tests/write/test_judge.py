@@ -139,3 +139,16 @@ def test_with_a_judge_a_change_it_found_comes_first_in_search(open_memory):
     hits = list(mem.search("Where do I live?", user_id="ana", k=2))
     assert hits[0].memory.text.startswith("Honestly the best part of Glasgow")
     assert not hits[1].memory.current
+
+
+def test_the_judge_is_not_shown_small_talk_beside_a_fact(open_memory):
+    """An earlier memory far from the new one (cosine below `JUDGED`) is no pair for the
+    judge: a question about pancakes is no version of where one works."""
+    llm = ScriptedLLM(judge_changes=["P1: supersedes"])
+    mem = open_memory(llm=llm, stages={"judge_changes": True})
+    old = mem.add("I'm a barista at Blue Bottle downtown.", user_id="ana",
+                  occurred_at="2024-01-10")[0]
+    mem.add("what's a good substitute for buttermilk in pancakes", user_id="ana",
+            occurred_at="2024-03-02")
+    assert llm.calls == []
+    assert mem.get(old.id, user_id="ana").current
