@@ -208,4 +208,5 @@ def test_the_quickstarts_cat_stays_current_beside_a_later_mention(tmp_path, embe
         mem.add_sessions(read_sessions(sample_path()), user_id="maya")
         hits = list(mem.search("What pet does Maya have?", user_id="maya", k=2))
     adopted = [h for h in hits if "adopted a cat" in h.text]
-    assert adopted and adopted[0].current is not False
+    assert adopted
+    assert adopted[0].current is not False
