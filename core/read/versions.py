@@ -73,9 +73,9 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     near = [i for i, s in asked.items() if s >= FLOOR and s >= top - MARGIN]
     if not 1 <= len(near) <= MOST:
         return list(hits)
-    live = [i for i in asked if hits[i].memory.current and hits[i].current is not False]
-    newer = _versions(hits, set(near), [i for i in live if asked[i] >= REACH], rows, query,
-                      others) if guess else {}
+    live = {i for i in asked if hits[i].memory.current and hits[i].current is not False}
+    newer = _versions(hits, set(near), [i for i in asked if i in live and asked[i] >= REACH],
+                      rows, query, others) if guess else {}
     place = {h.memory.id: i for i, h in enumerate(hits)}
     # an answer the bank knows changed: its successor first when it answers too, or, when
     # an LLM judged the change on write (no `guess`), when it is within reach of the query
@@ -94,7 +94,7 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     out = []
     for i in order:
         hit = hits[i]
-        if i in newer and hit.memory.current and hit.current is not False:
+        if i in newer and i in live:  # a hit marked already keeps its note
             successor = hits[newer[i]].memory
             hit = replace(hit, current=False, text=hit.text + outdated_note(successor))
         out.append(hit)
@@ -137,12 +137,12 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
         if not later:
             continue
         b = max(later, key=lambda i: as_utc(hits[i].memory.valid_from))
-        read = stance(hits[b].memory.text, others=others)
-        if read.opens_on and read.opens_on not in stance(old.text, others=others).capitals:
+        read, before = (stance(m.text, others=others) for m in (hits[b].memory, old))
+        if read.opens_on and read.opens_on not in before.capitals:
             continue  # someone else's news: "Priya finally moved out of Denver"
         said = _content(old.text) - words
         if read.present and not (read.goes_on & said and not read.moves_on & said) and \
-                not _goes_on_about(read, stance(old.text, others=others)):
+                not _goes_on_about(read, before):
             out[a] = b
     return out
 
