@@ -54,14 +54,18 @@ _ROLE = rf"(?:step-?|half-?)?(?:{_ROLES})(?:-in-law)?"
 """A role with its kin: a stepdad, a half-sister, a mother-in-law."""
 _OWNER = (r"my|our|his|her|their|mein\w*|unser\w*|sein\w*|ihr\w*|mon|ma|mes|notre|nos|son|sa|"
           r"ses|mi|mis|su|sus|nuestr[oa]s?|(?:il |la |i |le )?(?:mi[oae]|miei|nostr[oaie]|"
-          r"su[oae]|suoi)|(?:o |a )?(?:meu|minha|meus|minhas|nosso|nossa|seu|sua)|the|der|"
-          r"die|das|le|la|les|el|los|las|lo|il|gli|o|a|os|as")
+          r"su[oae]|suoi)|(?:o |a )?(?:meu|minha|meus|minhas|nosso|nossa|seu|sua)")
+"""Whose someone is: "my sister", "mi hermana", "ma sœur", "meine Schwester"."""
+_ARTICLE = r"the|der|die|das|le|la|les|el|los|las|lo|il|gli|o|a|os|as"
+"""An article: a statement opening on "the boss" speaks of someone else, a question about
+"the baby shower" or "a boyfriend" asks about no one's baby or boyfriend."""
 _OPENER = (r"^(?:(?:so|ok|okay|well|also|btw|update|lol|ugh|omg|and|but|oh|hey|ps|news|"
            r"sadly|anyway|fun fact|guess what|und|alors|bon|du coup|bueno|pues|oye|allora|"
            r"comunque|ent[ãa]o|bem)[\s,:!.]+)*")
 """Words a chat message opens with before its subject."""
 _THIRD = regex.compile(
-    _OPENER + rf"(?:(?:{_OWNER})\s+(?:[\w'-]+\s+){{0,2}}?(?P<role>{_ROLE})\b(?!\s+and\s+I\b)|"
+    _OPENER + rf"(?:(?:{_OWNER}|{_ARTICLE})\s+(?:[\w'-]+\s+){{0,2}}?(?P<role>{_ROLE})\b"
+    r"(?!\s+and\s+I\b)|"
     r"(?P<role>he|she|er|sie|il|elle|ils|elles|él|ella|ellos|ellas|lui|lei|loro|ele|"
     r"ela|eles|elas)\b(?!\s+(?:mi[oae]|miei|su[oae]|suoi|nostr[oaie])\b))",
     _FLAGS)
@@ -111,8 +115,11 @@ _AWAY = regex.compile(
 """A stay away that ends: a visit, a holiday, looking after someone's pet."""
 _GOES_ON = regex.compile(
     r"\b(?:still|staying|stays?|sticking|keeping|remain\w*|it is|"
-    r"noch|bleib\w*|toujours|encore|garde|reste|sigue|seguimos|todavía|aún|me quedo|"
-    r"ancora|resto|rimango|ainda|continuo|fico)\b",
+    r"noch|weiterhin|nach wie vor|bleib\w*|toujours|encore|garde|reste|"
+    r"todavía|aún|me quedo|ancora|resto|rimango|ainda|fico|"
+    # "to go on" in its persons: continuo a, je continue, sigo, sigue, continúa
+    r"sig(?:o|ue|ues|uen)|seguimos|continu(?:o|a|e|es|as|am|an|ons|ent|iamo|amos|ano)|"
+    r"contin[úu](?:o|a|as|an))\b",
     _FLAGS)
 """Words that say a state goes on: with the older statement's own words, no change."""
 _NAME = regex.compile(r"(?<=[\p{L}\p{N},;:'\"]\s+)\p{Lu}[\p{L}'’-]+|\d(?:[\d.,:]*\d)?")
@@ -226,7 +233,8 @@ def _says(words: regex.Pattern, text: str) -> bool:
 
 def parties(question: str) -> frozenset[str]:
     """Whom a question asks about when not the one asking ("where does my sister live?"):
-    the roles it names after an owner; none for the asker."""
+    the roles it names after an owner ("my", "mi", "ma", "meine": no article, so "the baby
+    shower" asks about no baby); none for the asker."""
     return frozenset(lemma(found.group(1)) for found in regex.finditer(
         rf"\b(?:{_OWNER})\s+(?:[\w'-]+\s+){{0,2}}?({_ROLE})\b", question, _FLAGS))
 

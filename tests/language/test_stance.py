@@ -84,3 +84,41 @@ def test_a_question_names_whom_it_asks_about_in_one_form_for_genders():
 ], ids=["a name and he", "after an opener", "an adverb", "the speaker too"])
 def test_a_statement_that_opens_on_a_name_and_speaks_of_him_or_her(text, name):
     assert stance(text, others=ASSISTANT).opens_on == name
+
+
+@pytest.mark.parametrize("text,word", [
+    ("user: sigo en el hospital de Getafe, turnos de noche como siempre", "hospi"),
+    ("user: mi hermano sigue en Bilbao con el mismo piso", "bilba"),
+    ("user: je continue chez Decathlon, au rayon vélo", "decat"),
+    ("user: continuo a lavorare in farmacia, part-time", "farma"),
+    ("user: continuo na escola de Braga, agora com o 5.º ano", "escol"),
+    ("user: ich arbeite weiterhin im Tierheim, samstags", "tierh"),
+    ("user: ich wohne nach wie vor in Kassel", "kasse"),
+], ids=["sigo", "sigue", "je continue", "continuo a", "continuo", "weiterhin", "nach wie vor"])
+def test_going_on_is_read_in_each_language(text, word):
+    """"Sigo", "je continue", "continuo a", "weiterhin": the state of the clause goes on."""
+    assert word in stance(text, others=ASSISTANT).goes_on
+
+
+@pytest.mark.parametrize("question", [
+    "When is the baby shower?",
+    "Do I have a boyfriend?",
+    "¿Estoy casado o tengo novia?",
+    "Wann kommen die Kinder aus der Schule?",
+    "Comment s'appelle la copine de Paul ?",
+], ids=["the", "a", "o (or)", "die", "la"])
+def test_an_article_names_no_one_a_question_asks_about(question):
+    """An article is no owner: "the baby shower" asks about no one's baby."""
+    assert parties(question) == frozenset()
+
+
+@pytest.mark.parametrize("question,party", [
+    ("What does my mother-in-law do for a living?", "mother-in-law"),
+    ("¿Dónde trabaja ahora mi hermana?", "herman"),
+    ("Où habite ma sœur maintenant ?", "sœur"),
+    ("Wo wohnt meine Schwester?", "schwester"),
+    ("Dove lavora la mia ragazza?", "ragazz"),
+    ("Onde mora a minha irmã?", "irmã"),
+])
+def test_an_owner_names_whom_a_question_asks_about(question, party):
+    assert parties(question) == {party}

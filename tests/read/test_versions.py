@@ -96,6 +96,21 @@ def test_what_does_not_change_ones_fact_leaves_it_current(opened, newer):
     assert all("may have changed" not in h.text for h in hits)
 
 
+@pytest.mark.parametrize("older,newer,question", [
+    ("Trabajo de enfermera en el hospital de Getafe.",
+     "Sigo de enfermera en el hospital, ahora con turnos de noche.", "¿Dónde trabajo?"),
+    ("Je suis infirmière à l'hôpital de Nantes.",
+     "Je continue comme infirmière à l'hôpital, mais de nuit maintenant.",
+     "Où est-ce que je travaille ?"),
+], ids=["sigo", "je continue"])
+def test_a_state_said_to_go_on_leaves_the_older_fact_current(opened, older, newer, question):
+    """"Sigo de enfermera", "je continue comme infirmière": the older fact goes on."""
+    mem = opened((older, "2024-01-10"), (newer, "2024-06-15"))
+    hits = list(mem.search(question, user_id="ana", k=2))
+    assert len(hits) == 2
+    assert all(h.current is None for h in hits)
+
+
 def test_a_change_far_from_the_question_still_replaces_and_questions_are_no_versions(opened):
     """The later version is reached through its nearness to the older one; a question the
     user asked in between states nothing and is not marked."""
