@@ -62,7 +62,7 @@ class _Part:
     hit is one passage whose refs stand together) and its closeness to the question."""
 
     label: str
-    sentences: list[str]
+    sentences: tuple[str, ...]
     ref: str | None
     closeness: float
 
@@ -138,11 +138,11 @@ def _parts(hit: MemoryHit, names: set[str], query_vec: np.ndarray,
     if turns is None:
         return None
     if len(turns) == 1 and turns[0][2] is None:
-        return [_Part(turns[0][0], list(turns[0][1]), None, 0.0)]
+        return [_Part(turns[0][0], turns[0][1], None, 0.0)]
     close = rows[1:] @ query_vec if rows is not None and len(rows) == len(turns) + 1 \
         else np.zeros(len(turns))
-    parts = [_Part(label, list(sentences), ref, float(c))
-             for (label, sentences, ref), c in zip(turns, close)]
+    parts = [_Part(label, sentences, ref, c)
+             for (label, sentences, ref), c in zip(turns, close.tolist())]
     said = {p.label[:-2] for p in parts}
     if names & said and not said <= names:
         parts = [p for p in parts if p.label[:-2] in names]
@@ -184,21 +184,24 @@ def _excerpt(hit: MemoryHit, parts: list[_Part], shared: Mapping[str, int],
     ranked = sorted((-shared[s], -p.closeness, i, j) for i, p in enumerate(parts)
                     for j, s in enumerate(p.sentences))
     kept: dict[tuple[int, int], str] = {}
+    carried: set[int] = set()
     for _, _, i, j in ranked:
         sentence = parts[i].sentences[j]
-        size = len(sentence.split()) + (0 if any(k[0] == i for k in kept)
-                                        else len(parts[i].label.split()))
+        size = len(sentence.split()) + (0 if i in carried else len(parts[i].label.split()))
         if size <= room:
             kept[i, j] = sentence
+            carried.add(i)
             room -= size
+            if not room:
+                break
     if not kept and ranked:
         _, _, i, j = ranked[0]
         cut = max(1, room - len(parts[i].label.split()))
         kept[i, j] = " ".join(parts[i].sentences[j].split()[:cut])
-    carried = sorted({i for i, _ in kept})
+    carrying = sorted({i for i, _ in kept})
     lines = [parts[i].label + " ".join(kept[i, j] for j in range(len(parts[i].sentences))
-                                       if (i, j) in kept) for i in carried]
-    refs = [parts[i].ref for i in carried if parts[i].ref is not None]
+                                       if (i, j) in kept) for i in carrying]
+    refs = [parts[i].ref for i in carrying if parts[i].ref is not None]
     text = head + "\n".join(lines) + tail
     if text == hit.text:
         return hit

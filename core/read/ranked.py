@@ -21,12 +21,6 @@ tokens, small beside any current model's window, and the budget the headline fig
 (Rtok@1000) are measured at. A budget rather than a count, because hits range from one
 line to a whole passage: five long ones can cost ten times five short ones."""
 
-WORDS_PER_HIT = 25
-"""Words a hit is expected to hold at least, mostly: a budgeted search draws
-`max_words / WORDS_PER_HIT` candidates first, and four times more while shorter hits leave
-the budget unfilled."""
-
-
 def capped(relevance: Iterable[float]) -> list[float]:
     """Each score at most every score before it (the list's own order is the ranking)."""
     out: list[float] = []
@@ -57,7 +51,7 @@ def numbered(hits: Sequence[MemoryHit]) -> list[MemoryHit]:
     return [h if h.rank == n else replace(h, rank=n) for n, h in enumerate(hits, 1)]
 
 
-def depth_for(window: int, k: int | None, max_words: int | None) -> int:
-    """How many candidates a search draws: the window, or more for a larger `k` or budget."""
-    wanted = k if k is not None else -(-max_words // WORDS_PER_HIT) if max_words else 0
-    return max(window, wanted)
+def depth_for(window: int, k: int | None) -> int:
+    """How many candidates a search draws first: the window, or more for a larger `k`. A
+    word budget the hits leave unfilled draws twice as deep, and again (`Pool.draw`)."""
+    return max(window, k or 0)

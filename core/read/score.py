@@ -21,11 +21,20 @@ from ..types import MemoryHit
 from .ranked import capped
 
 
-def relevance(query_vec: np.ndarray, rows: np.ndarray) -> float:
-    """Best cosine between the (unit) query vector and a memory's (unit) vector rows, in [0, 1]."""
-    if not len(rows):
-        return 0.0
-    return float(np.clip(np.max(rows @ query_vec), 0.0, 1.0))
+def relevances(query_vec: np.ndarray, blocks: Sequence[np.ndarray]) -> np.ndarray:
+    """Each memory's best cosine between the (unit) query vector and its (unit) vector rows
+    (`blocks`), in [0, 1]; from one product."""
+    sizes = np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks))
+    out = np.zeros(len(blocks), dtype=np.float64)
+    if not sizes.sum():
+        return out
+    has = sizes > 0
+    # row by row, not one matrix product: BLAS sums a row differently in a taller matrix,
+    # and a score must not depend on how many candidates were drawn with it
+    sims = (np.concatenate([b for b in blocks if len(b)]) * query_vec).sum(axis=1)
+    starts = np.cumsum(sizes[has]) - sizes[has]
+    out[has] = np.clip(np.maximum.reduceat(sims, starts), 0.0, 1.0)
+    return out
 
 
 LEXICAL = 0.5

@@ -4,8 +4,8 @@ linked memories → relevance scores, assembled into one `SearchResult`."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ from .index import QUESTION_WORDS, FusionWeights, Scale, UserIndex
 from .latest import latest_first
 from .provisional import OpenTurns
 from .ranked import depth_for, numbered, within
-from .score import coverage, relevance, scored
+from .score import coverage, relevances, scored
 from .validity import about_the_past, arrange, valid_at
 from .when import named_period, prefer_period
 
@@ -52,6 +52,34 @@ class Listed:
     rows: dict[str, np.ndarray]  # each candidate's vector rows, by memory id
     ranking: Any  # the reranker's Ranking (None: nothing ranked)
     steps: ReadSteps
+    window: int  # how many candidates the head was made of
+
+
+@dataclass(slots=True)
+class Pool:
+    """A query's vector and its fused candidates, drawn deeper on demand: `fused(top,
+    known)` gives the best `top`, reading again none of the memories in `known`."""
+
+    query_vec: np.ndarray
+    fused: Callable[[int, Mapping[str, Pooled]], list[Pooled]]
+    as_of: datetime | None
+    exhausted: bool = False  # the last draw holds every candidate there is
+    known: dict[str, Pooled] = field(default_factory=dict)
+
+    def draw(self, n: int) -> list[Pooled]:
+        """The best `n` candidates (with `as_of`: those said by then and not yet superseded);
+        a deeper draw starts with a shallower one's."""
+        drawn = n * 3 if self.as_of else n
+        while True:
+            found = self.fused(drawn, self.known)
+            self.known.update((f[0].id, f) for f in found)
+            full = len(found) == drawn
+            if self.as_of is not None:  # what was true then
+                found = [f for f in found if valid_at(f[0], self.as_of)]
+            if len(found) >= n or not full:
+                self.exhausted = not full
+                return found[:n]
+            drawn *= 4
 
 
 class Searcher:
@@ -79,33 +107,28 @@ class Searcher:
             return result
         laps = Laps()
         window = self._window(query)
-        depth = depth_for(window, k, max_words)
-        drawn = depth * 3 if as_of else depth
-        while True:  # a budget short hits leave unfilled, or an as_of, draws deeper
-            pool = self._pool(user_id, query, drawn, wanted, session_id, laps)
-            if pool is None:
-                return result
-            found, query_vec = pool
-            full = len(found) == drawn
-            if as_of is not None:  # what was true then: said by then, not yet superseded
-                found = [f for f in found if valid_at(f[0], as_of)][:depth]
-                if full and len(found) < depth:
-                    drawn *= 4
-                    continue
-            listed = self._listed(found, window, query, query_vec, user_id=user_id,
-                                  wanted=wanted,
-                                  follow_links=follow_links, explore=explore, as_of=as_of,
-                                  explain=explain, laps=laps)
+        depth = depth_for(window, k)
+        pool = self._pool(user_id, query, wanted, session_id, as_of, laps)
+        if pool is None:
+            return result
+        query_vec = pool.query_vec
+        listed = self._listed(pool.draw(depth), window, query, query_vec, user_id=user_id,
+                              wanted=wanted, follow_links=follow_links, explore=explore,
+                              as_of=as_of, explain=explain, laps=laps)
+        cuts: dict[tuple[str, int], MemoryHit] = {}
+        while True:  # a budget the hits leave unfilled draws deeper
             shown = listed.hits[:k]
             if self.config.search.excerpts:
                 shown = self._excerpted(shown, listed.head, query, query_vec, listed.rows,
-                                        max_words)
+                                        max_words, cuts)
             hits = within(shown, max_words)
             laps.lap("excerpts")
-            if max_words is None or len(hits) < len(shown) or not full or \
+            if max_words is None or len(hits) < len(shown) or pool.exhausted or \
                     k is not None and len(hits) >= k:
                 break
-            depth, drawn = depth * 4, drawn * 4
+            depth *= 2
+            listed = self._deeper(listed, pool.draw(depth))
+            laps.lap("retrieval")
         candidates, rows, ranking = listed.candidates, listed.rows, listed.ranking
         relevance_of = self._relevance(candidates, hits, query, query_vec, rows)
         hits = numbered(scored(hits, relevance_of, min_score))
@@ -137,8 +160,7 @@ class Searcher:
                 user_id: str, wanted: Mapping[str, Any], follow_links: bool, explore: bool,
                 as_of: datetime | None, explain: bool, laps: Laps) -> Listed:
         """The one ranked list of `found`: the window reranked and arranged by the read
-        steps, then the deeper candidates in retrieval order; hits later than the first
-        WHOLE cut to excerpts (only as many as the caller's cut can use: see `search`)."""
+        steps, then the deeper candidates in retrieval order."""
         candidates = [MemoryHit(m, float(score), self._text(m), rank)
                       for rank, (m, score, _) in enumerate(found, 1)]
         rows = {c.memory.id: r for c, (_, _, r) in zip(candidates, found)}
@@ -148,9 +170,8 @@ class Searcher:
         laps.lap("rerank")
         steps = ReadSteps(explain)
         steps.after("rerank", head)
-        tail = candidates[window:]
         if follow_links:
-            head, tail = self._linked(user_id, head, tail, query_vec, wanted)
+            head = self._linked(user_id, head, query_vec, wanted)
             steps.after("linked memories", head)
         head = self._arranged(head, query, as_of, steps, query_vec, rows)
         if self.config.search.excerpts and gathers(query):  # ordered by what hits carry
@@ -158,21 +179,40 @@ class Searcher:
                             query, self.indexes.stemmer)
             steps.after("gathering", head)
         laps.lap("read steps")
-        return Listed([*head, *tail], head, candidates, rows, ranking, steps)
+        return Listed([*head, *self._tail(candidates, window, head)], head, candidates, rows,
+                      ranking, steps, window)
 
-    def _linked(self, user_id: str, head: list[MemoryHit], tail: list[MemoryHit],
-                query_vec: np.ndarray, wanted: Mapping[str, Any]
-                ) -> tuple[list[MemoryHit], list[MemoryHit]]:
+    def _deeper(self, listed: Listed, found: list[Pooled]) -> Listed:
+        """`listed` with the candidates of a deeper draw of the same pool (`found`, which
+        starts with `listed.candidates`) after its head: the head is the window's, so it
+        stays as it was."""
+        known = {c.memory.id: c for c in listed.candidates}
+        candidates = [known.get(m.id) or MemoryHit(m, float(score), self._text(m), rank)
+                      for rank, (m, score, _) in enumerate(found, 1)]
+        rows = {**listed.rows, **{m.id: r for m, _, r in found}}
+        return Listed([*listed.head, *self._tail(candidates, listed.window, listed.head)],
+                      listed.head, candidates, rows, listed.ranking, listed.steps,
+                      listed.window)
+
+    @staticmethod
+    def _tail(candidates: list[MemoryHit], window: int,
+              head: list[MemoryHit]) -> list[MemoryHit]:
+        """The candidates past the window in retrieval order, less those the head shows
+        (a linked memory, A-MEM)."""
+        shown = {h.memory.id for h in head}
+        return [c for c in candidates[window:] if c.memory.id not in shown]
+
+    def _linked(self, user_id: str, head: list[MemoryHit], query_vec: np.ndarray,
+                wanted: Mapping[str, Any]) -> list[MemoryHit]:
         """A-MEM: each head hit followed by its linked memories; the head hits they displace
-        come right after, and deeper candidates they repeat drop out."""
+        come right after (deeper candidates they repeat drop out of the tail)."""
         from .links import follow_links as with_links
 
         linked = [h for h in with_links(self.store, user_id, head, query_vec, k=len(head),
                                         per_hit=self.config.notes.follow, text_of=self._text)
                   if matches(h.memory.metadata, wanted)]
         shown = {h.memory.id for h in linked}
-        head = [*linked, *(h for h in head if h.memory.id not in shown)]
-        return head, [h for h in tail if h.memory.id not in shown]
+        return [*linked, *(h for h in head if h.memory.id not in shown)]
 
     def _arranged(self, head: list[MemoryHit], query: str, as_of: datetime | None,
                   steps: ReadSteps, query_vec: np.ndarray,
@@ -206,15 +246,25 @@ class Searcher:
 
     def _excerpted(self, hits: list[MemoryHit], head: list[MemoryHit], query: str,
                    query_vec: np.ndarray, rows: Mapping[str, np.ndarray],
-                   max_words: int | None) -> list[MemoryHit]:
+                   max_words: int | None,
+                   memo: dict[tuple[str, int], MemoryHit] | None = None) -> list[MemoryHit]:
         """Later hits cut to what bears on the query (`rmm_core.read.excerpt`), the names it
         says read among the window's speakers; with a budget, only as many hits as it can
-        hold are cut (in growing prefixes: the cut of a hit does not depend on the others)."""
+        hold are cut (in growing prefixes: the cut of a hit does not depend on the others).
+        `memo` keeps each cut by (memory id, place) for a later call on a longer list."""
         speakers = {s for h in head[WHOLE:] for s in h.memory.speakers}
+        memo = {} if memo is None else memo
 
         def cut(start: int, end: int) -> list[MemoryHit]:
-            return excerpts(hits[start:end], query, query_vec, rows, self.indexes.stemmer,
-                            speakers=speakers, whole=max(WHOLE - start, 0))
+            end = min(end, len(hits))
+            first = next((i for i in range(start, end) if (hits[i].memory.id, i) not in memo),
+                         end)
+            if first < end:
+                memo.update(((h.memory.id, i), c) for i, (h, c) in enumerate(zip(
+                    hits[first:end], excerpts(hits[first:end], query, query_vec, rows,
+                                              self.indexes.stemmer, speakers=speakers,
+                                              whole=max(WHOLE - first, 0))), first))
+            return [memo[h.memory.id, i] for i, h in enumerate(hits[start:end], start)]
 
         if max_words is None:
             return cut(0, len(hits))
@@ -235,18 +285,18 @@ class Searcher:
         terms = tokenize([query, *(h.memory.text for h in every)], self.indexes.stemmer,
                          QUESTION_WORDS)
         asked = terms[0]
-        return {h.memory.id: max(relevance(query_vec, rows[h.memory.id])
-                                 if h.memory.id in rows else float(np.clip(h.score, 0, 1)),
-                                 coverage(asked, said))
-                for h, said in zip(every, terms[1:])}
+        close = relevances(query_vec, [rows[c.memory.id] for c in candidates])
+        close = [*close.tolist(), *(float(np.clip(h.score, 0, 1)) for h in linked)]
+        return {h.memory.id: max(near, coverage(asked, said))
+                for h, near, said in zip(every, close, terms[1:])}
 
     def _text(self, memory: Memory) -> str:
         return hit_text(memory, dates=self.config.search.context_dates)
 
-    def _pool(self, user_id: str, query: str, top: int, wanted: Mapping[str, Any],
-              session_id: str | None, laps: Laps) -> tuple[list[Pooled], np.ndarray] | None:
-        """The `top` fused candidates, memories and then the open turns they do not cover,
-        with the query's vector (None: nothing to search)."""
+    def _pool(self, user_id: str, query: str, wanted: Mapping[str, Any],
+              session_id: str | None, as_of: datetime | None, laps: Laps) -> Pool | None:
+        """The query's vector and its fused candidates, memories and then the open turns
+        they do not cover (None: nothing to search)."""
         # open turns before the index: a turn reflected in between is then in both, and
         # dropped from the open ones below (the other order could miss it in both). The
         # query itself, logged before it is searched for, is no hit.
@@ -259,42 +309,54 @@ class Searcher:
         laps.lap("open turns")
         query_vec = self.embedder.embed([query])[0]
         laps.lap("embed")
-        if index is None:
-            found, scale = self._database_candidates(user_id, query, query_vec, top, wanted)
-        else:
-            found, scale = self._memory_candidates(user_id, index, query, query_vec, top,
-                                                   wanted)
-        covered = {r for m, _, _ in found for r in m.refs}
-        found += [(p.memory, p.score, p.vectors) for p in self.open_turns.score(
-            user_id, [(t, m) for t, m in opened if t.id not in covered], query, query_vec,
-            self.weights, scale, index.corpus if scale and index is not None else None, top)]
-        laps.lap("retrieval")
-        return sorted(found, key=lambda item: -item[1])[:top], query_vec
+
+        def fused(top: int, known: Mapping[str, Pooled]) -> list[Pooled]:
+            if index is None:
+                found, scale = self._database_candidates(user_id, query, query_vec, top,
+                                                         wanted, known)
+            else:
+                found, scale = self._memory_candidates(user_id, index, query, query_vec, top,
+                                                       wanted, known)
+            covered = {r for m, _, _ in found for r in m.refs}
+            found += [(p.memory, p.score, p.vectors) for p in self.open_turns.score(
+                user_id, [(t, m) for t, m in opened if t.id not in covered], query, query_vec,
+                self.weights, scale, index.corpus if scale and index is not None else None,
+                top)]
+            laps.lap("retrieval")
+            return sorted(found, key=lambda item: -item[1])[:top]
+
+        return Pool(query_vec, fused, as_of)
 
     def _memory_candidates(self, user_id: str, index: UserIndex, query: str,
-                           query_vec: np.ndarray, top: int,
-                           wanted: Mapping[str, Any]) -> tuple[list[Pooled], Scale | None]:
+                           query_vec: np.ndarray, top: int, wanted: Mapping[str, Any],
+                           known: Mapping[str, Pooled]) -> tuple[list[Pooled], Scale | None]:
         """The fused top memories that match `wanted`, each with its score and vector rows,
-        and the scale their signals were z-scored on (None: nothing scored)."""
+        and the scale their signals were z-scored on (None: nothing scored); the memories
+        in `known` (an earlier draw's) are not read again."""
         if not len(index):
             return [], None
         subset = np.flatnonzero([matches(m, wanted) for m in index.metadata]) \
             if wanted else None
         found = index.search(query, query_vec, top=top, weights=self.weights, subset=subset)
+        ids = [index.ids[p] for p in found.positions]
         stored = {m.id: m for m in self.store.memories(
-            user_id, [index.ids[p] for p in found.positions])}
+            user_id, [i for i in ids if i not in known])}
+        stored.update((i, known[i][0]) for i in ids if i in known)
         # a memory forgotten since the index snapshot was taken drops out
-        return [(stored[index.ids[p]], float(score), index.rows_of(p))
-                for p, score in zip(found.positions, found.fused)
-                if index.ids[p] in stored], found.scale
+        return [(stored[mid], float(score), index.rows_of(p))
+                for mid, p, score in zip(ids, found.positions, found.fused)
+                if mid in stored], found.scale
 
     def _database_candidates(self, user_id: str, query: str, query_vec: np.ndarray, top: int,
-                             wanted: Mapping[str, Any]) -> tuple[list[Pooled], Scale | None]:
+                             wanted: Mapping[str, Any], known: Mapping[str, Pooled]
+                             ) -> tuple[list[Pooled], Scale | None]:
         """`_memory_candidates` searched inside the database (`search.backend`)."""
         found, scale = self.database.candidates(user_id, query, query_vec, top, wanted)
-        ids = [mid for mid, _ in found]
-        stored = {m.id: m for m in self.store.memories(user_id, ids)}
-        rows = self.store.memory_vectors(user_id, ids)
+        new = [mid for mid, _ in found if mid not in known]
+        stored = {m.id: m for m in self.store.memories(user_id, new)}
+        rows = self.store.memory_vectors(user_id, new)
+        for mid in known:
+            stored[mid], rows[mid] = known[mid][0], known[mid][2]
         return [(stored[mid], score, rows[mid]) for mid, score in found
                 if mid in stored and mid in rows], scale
 
