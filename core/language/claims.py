@@ -270,9 +270,11 @@ _NEAR = 6
 """Tokens either side of a value whose topics say what it is a value of."""
 
 
+@lru_cache(maxsize=16384)
 def topics_of(text: str) -> frozenset[str]:
     """What a text is about, as claims see it: content-word stems and attribute families
-    ("Where do I live?" is about `@residence`, as "I moved to Berlin" is)."""
+    ("Where do I live?" is about `@residence`, as "I moved to Berlin" is); cached, since
+    the read steps ask it of the same memories' words query after query."""
     return frozenset().union(*(_topics(m.group(), set()) for m in _WORD.finditer(text)))
 
 

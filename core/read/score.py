@@ -29,9 +29,9 @@ def relevances(query_vec: np.ndarray, blocks: Sequence[np.ndarray]) -> np.ndarra
     if not sizes.sum():
         return out
     has = sizes > 0
-    # row by row, not one matrix product: BLAS sums a row differently in a taller matrix,
-    # and a score must not depend on how many candidates were drawn with it
-    sims = (np.concatenate([b for b in blocks if len(b)]) * query_vec).sum(axis=1)
+    # einsum sums each row on its own; BLAS sums a row differently in a taller matrix, and
+    # a score must not depend on how many candidates were drawn with it
+    sims = np.einsum("ij,j->i", np.concatenate([b for b in blocks if len(b)]), query_vec)
     starts = np.cumsum(sizes[has]) - sizes[has]
     out[has] = np.clip(np.maximum.reduceat(sims, starts), 0.0, 1.0)
     return out
