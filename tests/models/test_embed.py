@@ -10,6 +10,7 @@ import pytest
 
 from rmm_core.models.embed import (
     EMBEDDERS,
+    SHORT_TOKENS,
     OnnxMiniLMEmbedder,
     OpenVinoMiniLMEmbedder,
     SentenceTransformerEmbedder,
@@ -39,6 +40,18 @@ def test_runtimes_match_the_float_model(runtime, reference):
     assert (batch * reference).sum(axis=1).min() > 0.99  # int8-stored weights: 0.994+
     assert (alone * batch).sum(axis=1).min() > 0.9995  # padding in a batch changes nothing
     assert embedder.embed([]).shape == (0, 384)
+
+
+def test_openvino_short_texts_alone_match_the_dynamic_run():
+    """A text of up to SHORT_TOKENS word pieces runs alone on a request compiled for that
+    length, padded and masked; batched with a long text it runs at the batch's shape."""
+    embedder = OpenVinoMiniLMEmbedder()
+    # n words of "word" are n + 2 word pieces with [CLS] and [SEP]
+    texts = [" ".join(["word"] * n) for n in (1, SHORT_TOKENS - 3, SHORT_TOKENS - 2,
+                                              SHORT_TOKENS - 1)]
+    alone = np.stack([embedder.embed([t])[0] for t in texts])
+    batch = embedder.embed([*texts, TEXTS[-1]])[:len(texts)]
+    assert (alone * batch).sum(axis=1).min() > 0.99999
 
 
 def test_default_is_openvino_when_installed_and_names_pick_runtimes():
