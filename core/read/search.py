@@ -355,8 +355,9 @@ class Searcher:
         new = [mid for mid, _ in found if mid not in known]
         stored = {m.id: m for m in self.store.memories(user_id, new)}
         rows = self.store.memory_vectors(user_id, new)
-        for mid in known:
-            stored[mid], rows[mid] = known[mid][0], known[mid][2]
+        for mid, _ in found:
+            if mid in known:
+                stored[mid], rows[mid] = known[mid][0], known[mid][2]
         return [(stored[mid], score, rows[mid]) for mid, score in found
                 if mid in stored and mid in rows], scale
 

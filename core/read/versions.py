@@ -38,6 +38,7 @@ from ..language.dates import format_date
 from ..language.stance import STEM, Stance, parties, stance
 from ..language.tokens import terms
 from ..types import Memory, MemoryHit, as_utc
+from .score import relevances
 from .validity import NOTE_WORDS
 
 FLOOR = 0.2
@@ -67,8 +68,9 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     `guess` False keeps to the versions the bank recorded on write (an LLM judged them)."""
     if not now or len(hits) < 2:
         return list(hits)
-    asked = {i: float(np.max(np.atleast_2d(rows[h.memory.id]) @ query_vec))
-             for i, h in enumerate(hits) if len(rows.get(h.memory.id, ()))}
+    placed = [i for i, h in enumerate(hits) if len(rows.get(h.memory.id, ()))]
+    asked = dict(zip(placed, relevances(query_vec, [np.atleast_2d(rows[hits[i].memory.id])
+                                                    for i in placed]).tolist()))
     top = max(asked.values(), default=0.0)
     near = [i for i, s in asked.items() if s >= FLOOR and s >= top - MARGIN]
     if not 1 <= len(near) <= MOST:

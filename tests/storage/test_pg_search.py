@@ -95,6 +95,20 @@ def test_database_search_ranks_the_relevant_memory_first_like_in_process(open_me
 
 
 @on_postgres
+def test_a_budget_the_window_leaves_unfilled_draws_deeper_in_the_database(open_memory):
+    """60 short facts do not fill 1,000 words from the window's 20: the search draws deeper
+    (memories it read already are not read again) and returns the head of `k=100`."""
+    mem = open_memory(search={"backend": "database"})
+    for n in range(60):
+        mem.add(f"Jar {n} of plum jam sits on pantry shelf {n % 7}", user_id="u")
+    budgeted = mem.search("which shelf holds my jam jars", user_id="u", max_words=1000).hits
+    deep = mem.search("which shelf holds my jam jars", user_id="u", k=100).hits
+    assert len(budgeted) > 20
+    assert [(h.memory.id, h.text, h.score) for h in budgeted] == \
+        [(h.memory.id, h.text, h.score) for h in deep[:len(budgeted)]]
+
+
+@on_postgres
 def test_filters_deletes_forget_and_users_are_applied_in_sql(open_memory):
     mem = open_memory(search={"backend": "database"})
     a = mem.add("I keep bees in the garden", user_id="u", agent_id="a", metadata={"n": 1})[0]
