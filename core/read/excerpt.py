@@ -198,10 +198,10 @@ def _excerpt(hit: MemoryHit, parts: list[_Part], shared: Mapping[str, int],
         _, _, i, j = ranked[0]
         cut = max(1, room - len(parts[i].label.split()))
         kept[i, j] = " ".join(parts[i].sentences[j].split()[:cut])
-    carrying = sorted({i for i, _ in kept})
+        carried.add(i)
     lines = [parts[i].label + " ".join(kept[i, j] for j in range(len(parts[i].sentences))
-                                       if (i, j) in kept) for i in carrying]
-    refs = [parts[i].ref for i in carrying if parts[i].ref is not None]
+                                       if (i, j) in kept) for i in sorted(carried)]
+    refs = [parts[i].ref for i in sorted(carried) if parts[i].ref is not None]
     text = head + "\n".join(lines) + tail
     if text == hit.text:
         return hit
