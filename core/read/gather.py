@@ -41,14 +41,41 @@ def gathered(hits: Sequence[MemoryHit], query: str,
     return substance_first(hits, stemmer) if judges(query) else hits
 
 
+def gathered_upto(hits: Sequence[MemoryHit], cut: Callable[[int], list[MemoryHit]],
+                  query: str, need: int | None, stemmer: Callable | None = None
+                  ) -> tuple[list[MemoryHit], bool]:
+    """The first `need` hits (None: all) of `gathered` of the hits cut (`cut(n)`: the first
+    `n` of `hits` cut to what bears on the query), and whether they are all of them. The
+    later hits that carry a new turn keep their order, so the first of them are known once
+    the hits up to them are cut: a search that shows five cuts a few, not the whole window
+    (a judgement weighs every hit: it cuts all)."""
+    if not gathers(query):
+        return list(hits), True
+    end = len(hits) if need is None or judges(query) else min(len(hits), max(need, WHOLE))
+    while True:
+        done = cut(end)
+        if end == len(hits):
+            return gathered(done, query, stemmer), True
+        new, _ = _new_and_repeated(done)
+        if WHOLE + len(new) >= need:
+            return [*done[:WHOLE], *new][:need], False
+        end = min(len(hits), 2 * end)
+
+
 def new_turns_first(hits: Sequence[MemoryHit]) -> list[MemoryHit]:
     """The later hits that carry a turn no earlier hit carries, then the others."""
+    return [*hits[:WHOLE], *(h for part in _new_and_repeated(hits) for h in part)]
+
+
+def _new_and_repeated(hits: Sequence[MemoryHit]) -> tuple[list[MemoryHit], list[MemoryHit]]:
+    """The later hits that carry a turn no earlier hit carries, and the others: whether a
+    hit is new depends only on the hits before it."""
     seen = {r for h in hits[:WHOLE] for r in _sources(h)}
     new, repeats = [], []
     for hit in hits[WHOLE:]:
         (repeats if seen.issuperset(_sources(hit)) else new).append(hit)
         seen.update(_sources(hit))
-    return [*hits[:WHOLE], *new, *repeats]
+    return new, repeats
 
 
 def _sources(hit: MemoryHit) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +20,10 @@ from ..types import Memory, MemoryHit, SearchResult
 from .cache import IndexCache
 from .context import hit_text
 from .dbsearch import DatabaseSearcher
-from .excerpt import EXCERPT_WORDS, WHOLE, excerpts, gathers
+from .excerpt import EXCERPT_WORDS, GATHER_WORDS, WHOLE, excerpts, gathers
 from .explain import Laps, ReadSteps
 from .explain import explain as explained
-from .gather import gathered
+from .gather import gathered_upto
 from .index import QUESTION_WORDS, FusionWeights, Scale, UserIndex
 from .latest import latest_first
 from .provisional import OpenTurns
@@ -48,11 +48,15 @@ class Listed:
 
     hits: list[MemoryHit]
     head: list[MemoryHit]  # the window, reranked and arranged
+    speakers: set[str]  # who speaks in the window past its first WHOLE hits
     candidates: list[MemoryHit]  # in retrieval order
     rows: dict[str, np.ndarray]  # each candidate's vector rows, by memory id
     ranking: Any  # the reranker's Ranking (None: nothing ranked)
     steps: ReadSteps
     window: int  # how many candidates the head was made of
+    longer: Callable[[int], tuple[list[MemoryHit], bool]] | None = None
+    """The head's first n hits and whether they are all (None: `head` is all of it): a
+    question that gathers orders only as much of its window as a caller reads."""
 
 
 @dataclass(slots=True)
@@ -112,22 +116,29 @@ class Searcher:
         if pool is None:
             return result
         query_vec = pool.query_vec
-        listed = self._listed(pool.draw(depth), window, query, query_vec, user_id=user_id,
-                              wanted=wanted, follow_links=follow_links, explore=explore,
-                              as_of=as_of, explain=explain, laps=laps)
+        need = None if explain else _first_read(k, max_words)
+        listed = self._listed(pool.draw(depth), window, query, query_vec, need,
+                              user_id=user_id, wanted=wanted, follow_links=follow_links,
+                              explore=explore, as_of=as_of, explain=explain, laps=laps)
         cuts: dict[tuple[str, int], MemoryHit] = {}
-        while True:  # a budget the hits leave unfilled draws deeper
+        while True:  # a budget the hits leave unfilled reads further, then draws deeper
             shown = listed.hits[:k]
             if self.config.search.excerpts:
-                shown = self._excerpted(shown, listed.head, query, query_vec, listed.rows,
-                                        max_words, cuts)
+                shown = self._excerpted(shown, listed.speakers, query, query_vec,
+                                        listed.rows, max_words, cuts)
             hits = within(shown, max_words)
             laps.lap("excerpts")
-            if max_words is None or len(hits) < len(shown) or pool.exhausted or \
+            if max_words is None or len(hits) < len(shown) or \
                     k is not None and len(hits) >= k:
                 break
-            depth *= 2
-            listed = self._deeper(listed, pool.draw(depth))
+            if listed.longer is not None:
+                need = 2 * len(listed.head)
+                listed = self._longer(listed, need)
+            elif pool.exhausted:
+                break
+            else:
+                depth *= 2
+                listed = self._deeper(listed, pool.draw(depth))
             laps.lap("retrieval")
         candidates, rows, ranking = listed.candidates, listed.rows, listed.ranking
         relevance_of = self._relevance(candidates, hits, query, query_vec, rows)
@@ -156,11 +167,13 @@ class Searcher:
         return window * GATHER_WINDOW if self.config.search.excerpts and gathers(query) \
             else window
 
-    def _listed(self, found: list[Pooled], window: int, query: str, query_vec: np.ndarray, *,
-                user_id: str, wanted: Mapping[str, Any], follow_links: bool, explore: bool,
-                as_of: datetime | None, explain: bool, laps: Laps) -> Listed:
+    def _listed(self, found: list[Pooled], window: int, query: str, query_vec: np.ndarray,
+                need: int | None, *, user_id: str, wanted: Mapping[str, Any],
+                follow_links: bool, explore: bool, as_of: datetime | None, explain: bool,
+                laps: Laps) -> Listed:
         """The one ranked list of `found`: the window reranked and arranged by the read
-        steps, then the deeper candidates in retrieval order."""
+        steps, then the deeper candidates in retrieval order (for a question that gathers,
+        its first `need` hits, or all when None, until `Listed.longer` reads further)."""
         candidates = [MemoryHit(m, float(score), self._text(m), rank)
                       for rank, (m, score, _) in enumerate(found, 1)]
         rows = {c.memory.id: r for c, (_, _, r) in zip(candidates, found)}
@@ -174,13 +187,30 @@ class Searcher:
             head = self._linked(user_id, head, query_vec, wanted)
             steps.after("linked memories", head)
         head = self._arranged(head, query, as_of, steps, query_vec, rows)
+        speakers = {s for h in head[WHOLE:] for s in h.memory.speakers}
+        longer = None
         if self.config.search.excerpts and gathers(query):  # ordered by what hits carry
-            head = gathered(self._excerpted(head, head, query, query_vec, rows, None),
-                            query, self.indexes.stemmer)
+            arranged, memo = head, {}
+
+            def order(n: int | None) -> tuple[list[MemoryHit], bool]:
+                return gathered_upto(arranged, lambda end: self._excerpted(
+                    arranged[:end], speakers, query, query_vec, rows, None, memo), query, n,
+                    self.indexes.stemmer)
+
+            head, complete = order(need)
+            longer = None if complete else order
             steps.after("gathering", head)
         laps.lap("read steps")
-        return Listed([*head, *self._tail(candidates, window, head)], head, candidates, rows,
-                      ranking, steps, window)
+        hits = head if longer else [*head, *self._tail(candidates, window, head)]
+        return Listed(hits, head, speakers, candidates, rows, ranking, steps, window, longer)
+
+    def _longer(self, listed: Listed, need: int) -> Listed:
+        """`listed` with its first `need` hits of a question that gathers ordered."""
+        head, complete = listed.longer(need)
+        if not complete:
+            return replace(listed, hits=head, head=head)
+        return replace(listed, hits=[*head, *self._tail(listed.candidates, listed.window, head)],
+                       head=head, longer=None)
 
     def _deeper(self, listed: Listed, found: list[Pooled]) -> Listed:
         """`listed` with the candidates of a deeper draw of the same pool (`found`, which
@@ -190,9 +220,9 @@ class Searcher:
         candidates = [known.get(m.id) or MemoryHit(m, float(score), self._text(m), rank)
                       for rank, (m, score, _) in enumerate(found, 1)]
         rows = {**listed.rows, **{m.id: r for m, _, r in found}}
-        return Listed([*listed.head, *self._tail(candidates, listed.window, listed.head)],
-                      listed.head, candidates, rows, listed.ranking, listed.steps,
-                      listed.window)
+        return replace(listed, hits=[*listed.head, *self._tail(candidates, listed.window,
+                                                                listed.head)],
+                       candidates=candidates, rows=rows)
 
     @staticmethod
     def _tail(candidates: list[MemoryHit], window: int,
@@ -244,15 +274,14 @@ class Searcher:
                 steps.after("newest version first", head)
         return head
 
-    def _excerpted(self, hits: list[MemoryHit], head: list[MemoryHit], query: str,
+    def _excerpted(self, hits: list[MemoryHit], speakers: set[str], query: str,
                    query_vec: np.ndarray, rows: Mapping[str, np.ndarray],
                    max_words: int | None,
                    memo: dict[tuple[str, int], MemoryHit] | None = None) -> list[MemoryHit]:
         """Later hits cut to what bears on the query (`rmm_core.read.excerpt`), the names it
-        says read among the window's speakers; with a budget, only as many hits as it can
+        says read among the window's `speakers`; with a budget, only as many hits as it can
         hold are cut (in growing prefixes: the cut of a hit does not depend on the others).
         `memo` keeps each cut by (memory id, place) for a later call on a longer list."""
-        speakers = {s for h in head[WHOLE:] for s in h.memory.speakers}
         memo = {} if memo is None else memo
 
         def cut(start: int, end: int) -> list[MemoryHit]:
@@ -400,3 +429,13 @@ class Searcher:
         return self.reranker.learned_scores(
             user_id, query_vec, [stored[i] if i in stored else next(fresh)[None, :] for i in ids],
             query=query, texts=texts)
+
+
+def _first_read(k: int | None, max_words: int | None) -> int | None:
+    """How many hits a question that gathers orders first: `k`, or as many as `max_words`
+    holds of hits cut to GATHER_WORDS (a budget they leave unfilled reads twice as many);
+    None (no cut): all."""
+    if max_words is None:
+        return k
+    fit = -(-max_words // GATHER_WORDS) + WHOLE
+    return fit if k is None else min(k, fit)

@@ -11,7 +11,7 @@ import pytest
 from rmm_core import ReflectiveMemory, Turn
 from rmm_core.read.excerpt import WHOLE, gathers, judges
 from rmm_core.read.explain import format_explanation
-from rmm_core.read.gather import gathered
+from rmm_core.read.gather import gathered, gathered_upto
 from rmm_core.types import Memory, MemoryHit
 
 SAID = ["I bake sourdough every Sunday and I am taking a pastry course at the college.",
@@ -73,6 +73,30 @@ def test_a_gathering_question_puts_repeated_turns_after_new_ones():
     # m2 only repeats D1:1 (a head hit's turn); m4 names no turn, so it is its own source
     assert [h.memory.id for h in out] == ["m0", "m1", "m3", "m4", "m5", "m2"]
     assert gathered(hits, "Where does Ana live?") == hits
+
+
+@pytest.mark.parametrize("query", ["Which cities has Ana visited?",
+                                   "Would Ana enjoy a cooking class?"])
+def test_the_first_hits_of_a_gathering_are_those_of_the_whole_order(query):
+    refs = [["D1:1"], ["D2:1"], ["D1:1"], ["D2:1"], ["D3:1"], ["D1:1"], ["D4:1"], [],
+            ["D3:1", "D5:1"], ["D5:1"]]
+    hits = [_hit(f"said {i}", i, r) for i, r in enumerate(refs)]
+    whole = gathered(hits, query)
+    read: list[int] = []
+
+    def cut(end: int) -> list[MemoryHit]:
+        read.append(end)
+        return hits[:end]
+
+    for need in range(1, len(hits) + 2):
+        first, complete = gathered_upto(hits, cut, query, need)
+        assert first[:need] == whole[:need]
+        assert complete == (first == whole)
+    read.clear()
+    gathered_upto(hits, cut, query, 3)
+    # the third hit of a fact question's order is m4, the first new turn after the head:
+    # the hits are cut three, then six deep; a judgement weighs (and cuts) them all
+    assert read == ([len(hits)] if judges(query) else [3, 6])
 
 
 def test_a_fact_gathering_question_keeps_small_talk_in_place():

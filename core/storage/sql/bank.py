@@ -13,7 +13,7 @@ from ...types import FactChange, Memory, MemoryVersion, from_iso, iso, utcnow
 from ..base import AttrsUpdate, EmbedderRecord, MergeInto, NewMemory
 from .backend import Tx, _chunks, _marks
 from .index_data import IndexDataSQL
-from .jsontext import dumps, loads
+from .jsontext import dumps, loads, loads_many
 
 _MEMORY_COLS = ("id, user_id, text, key, refs, speakers, session_ids, occurred_at, "
                 "created_at, updated_at, attrs, metadata, validity")
@@ -101,9 +101,9 @@ class MemoryBankSQL(IndexDataSQL):
         db.many(_MEMORY_INSERT, memory_rows)
         db.many(_VERSION_INSERT, version_rows)
         db.many(_VECTOR_INSERT, vector_rows)
-        out = [self._memory_from_row(r) for r in memory_rows]
-        for m, v in zip(out, version_rows):
-            m.versions.append(self._version_from_row(v[2:]))
+        out = self._memories_from_rows(memory_rows)
+        for m, v in zip(out, self._versions_from_rows([v[2:] for v in version_rows])):
+            m.versions.append(v)
         return out
 
     def _memory_row(self, m: Memory, user_id: str, seq: int) -> tuple:
@@ -279,30 +279,40 @@ class MemoryBankSQL(IndexDataSQL):
                                    f"AND id IN ({_marks(len(chunk))})", (user_id, *chunk))
             order = {mid: i for i, mid in enumerate(ids)}
             rows.sort(key=lambda r: order[r[0]])
-        out = [self._memory_from_row(r) for r in rows]
+        out = self._memories_from_rows(rows)
         if with_versions and out:
             by_id = {m.id: m for m in out}
             for chunk in _chunks(list(by_id)):
-                for v in self._read(
-                        "SELECT memory_id, version, text, refs, reason, at, source FROM "
-                        f"memory_versions WHERE user_id = ? AND memory_id IN "
-                        f"({_marks(len(chunk))}) ORDER BY version", (user_id, *chunk)):
-                    by_id[v[0]].versions.append(self._version_from_row(v[1:]))
+                found = self._read(
+                    "SELECT memory_id, version, text, refs, reason, at, source FROM "
+                    f"memory_versions WHERE user_id = ? AND memory_id IN "
+                    f"({_marks(len(chunk))}) ORDER BY version", (user_id, *chunk))
+                for v, version in zip(found, self._versions_from_rows([v[1:] for v in found])):
+                    by_id[v[0]].versions.append(version)
         return out
 
-    def _memory_from_row(self, r: Sequence[Any]) -> Memory:
-        """A memory from its stored columns (in `_MEMORY_COLS` order), versions not included."""
-        memory = Memory(id=r[0], user_id=r[1], text=self._dec(r[2]), key=self._dec(r[3]),
-                        refs=loads(r[4]), speakers=loads(r[5]), session_ids=loads(r[6]),
-                        occurred_at=from_iso(r[7]), created_at=from_iso(r[8]),
-                        updated_at=from_iso(r[9]), attrs=loads(r[10]), metadata=loads(r[11]))
-        memory.set_validity(loads(r[12]))
-        return memory
+    def _memories_from_rows(self, rows: Sequence[Sequence[Any]]) -> list[Memory]:
+        """Memories from their stored columns (in `_MEMORY_COLS` order), versions not
+        included; their JSON columns parsed at once."""
+        values = iter(loads_many([t for r in rows for t in (r[4], r[5], r[6], r[10], r[11],
+                                                            r[12])]))
+        out = []
+        for r in rows:
+            refs, speakers, session_ids, attrs, metadata, validity = (
+                next(values) for _ in range(6))
+            memory = Memory(id=r[0], user_id=r[1], text=self._dec(r[2]), key=self._dec(r[3]),
+                            refs=refs, speakers=speakers, session_ids=session_ids,
+                            occurred_at=from_iso(r[7]), created_at=from_iso(r[8]),
+                            updated_at=from_iso(r[9]), attrs=attrs, metadata=metadata)
+            memory.set_validity(validity)
+            out.append(memory)
+        return out
 
-    def _version_from_row(self, v: Sequence[Any]) -> MemoryVersion:
-        """A version from its stored (version, text, refs, reason, at, source)."""
-        return MemoryVersion(v[0], self._dec(v[1]), tuple(loads(v[2])), v[3],
-                             from_iso(v[4]), v[5])
+    def _versions_from_rows(self, rows: Sequence[Sequence[Any]]) -> list[MemoryVersion]:
+        """Versions from their stored (version, text, refs, reason, at, source)."""
+        refs = loads_many([v[2] for v in rows])
+        return [MemoryVersion(v[0], self._dec(v[1]), tuple(r), v[3], from_iso(v[4]), v[5])
+                for v, r in zip(rows, refs)]
 
     def memory_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, list[Any]] = {}
