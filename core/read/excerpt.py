@@ -82,7 +82,7 @@ def excerpts(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     if speakers is None:
         speakers = {s for h in hits[whole:] for s in h.memory.speakers}
     names = _named(query, speakers)
-    cut = {i: parts for i, h in enumerate(hits) if i >= whole
+    cut = {i: parts for i, h in enumerate(hits) if i >= whole and not _fits(h, names, words)
            if (parts := _parts(h, names, query_vec, rows.get(h.memory.id))) is not None}
     sentences = [s for parts in cut.values() for p in parts for s in p.sentences]
     asked = _keys(query, stemmer)
@@ -125,6 +125,13 @@ def _named(query: str, speakers: set[str]) -> set[str]:
     """The speakers whose names the query says (as whole words, any case)."""
     return {s for s in speakers if s.strip() and
             re.search(rf"(?<!\w){re.escape(s.strip())}(?!\w)", query, re.IGNORECASE)}
+
+
+def _fits(hit: MemoryHit, names: set[str], words: int) -> bool:
+    """Whether a hit stays as it is: it fits in `words` and keeping the named speakers'
+    turns would drop none of its own."""
+    said = set(hit.memory.speakers)
+    return len(hit.text.split()) <= words and not (names & said and not said <= names)
 
 
 def _parts(hit: MemoryHit, names: set[str], query_vec: np.ndarray,

@@ -45,13 +45,12 @@ def gathered_upto(hits: Sequence[MemoryHit], cut: Callable[[int], list[MemoryHit
                   query: str, need: int | None, stemmer: Callable | None = None
                   ) -> tuple[list[MemoryHit], bool]:
     """The first `need` hits (None: all) of `gathered` of the hits cut (`cut(n)`: the first
-    `n` of `hits` cut to what bears on the query), and whether they are all of them. The
-    later hits that carry a new turn keep their order, so the first of them are known once
-    the hits up to them are cut: a search that shows five cuts a few, not the whole window
-    (a judgement weighs every hit: it cuts all)."""
-    if not gathers(query):
-        return list(hits), True
-    end = len(hits) if need is None or judges(query) else min(len(hits), max(need, WHOLE))
+    `n` of `hits` cut to what bears on the query), or all of them once all are cut, and
+    whether they are all. The later hits that carry a new turn keep their order, so the
+    first of them are known once the hits up to them are cut: a search that shows five cuts
+    a few, not the whole window (a judgement weighs every hit: it cuts all)."""
+    lazy = need is not None and gathers(query) and not judges(query)
+    end = min(len(hits), max(need, WHOLE)) if lazy else len(hits)
     while True:
         done = cut(end)
         if end == len(hits):

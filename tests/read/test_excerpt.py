@@ -150,3 +150,14 @@ def test_a_memory_whose_lines_are_not_its_turns_is_left_whole():
     hits = [_hit("user: a.", ["0"], ["user"], 0), _hit("user: b.", ["1"], ["user"], 1),
             _hit(text, ["5", "6"], ["user"], 2)]
     assert excerpts(hits, "first line?", np.zeros(4), {})[2] == hits[2]
+
+
+def test_a_hit_that_fits_stays_as_it_was_unless_a_named_speaker_is_kept():
+    short = "Ana: We went to  the coast.   It rained.\nBo: Lovely, send photos!"
+    hits = [_hit("user: a.", ["0"], ["user"], 0), _hit("user: b.", ["1"], ["user"], 1),
+            _hit(short, ["3", "4"], ["Ana", "Bo"], 2)]
+    assert excerpts(hits, "Where did they go?", np.zeros(4), {})[2] == hits[2]
+    # a question naming Ana keeps Ana's turn only, however short the hit
+    cut = excerpts(hits, "Where did Ana go?", np.zeros(4), {})[2]
+    assert "Bo:" not in cut.text
+    assert cut.refs == ["3"]
