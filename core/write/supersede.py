@@ -3,6 +3,9 @@
 Similarity alone cannot tell an update from a restatement (both are close), so the rules
 read claims (`claims.py`) and ask four questions of a new claim against an earlier one:
 - **subject**: is it the same person's fact (same speaker, or the same relation of theirs)?
+  A memory that opens on someone else's news by name ("Mike quit pickleball for padel ...
+  he wants me to come") changes only a memory that names them, as at read time
+  (`language.stance`).
 - **attribute**: is it about the same thing (a shared attribute family such as where one
   lives, two shared topic words, or one that the new claim says ended or states a new value
   near: "I quit smoking", "down to 76 kg")?
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..language.claims import SINGLE_VALUED, Claim, Value, claims
+from ..language.stance import stance
 from ..storage.base import Store
 from ..types import FactChange, Memory, as_utc
 
@@ -68,9 +72,11 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
     out: list[FactChange] = []
     ordered = sorted(new, key=_moment)
     for i, memory in enumerate(ordered):
+        news = stance(memory.text, others=assistants).opens_on
         before = [m for m in [*earlier, *ordered[:i]]
                   if m.id != memory.id and m.id not in taken and _moment(m) <= _moment(memory)
-                  and (changes[memory.id] or denies[m.id] or off)]
+                  and (changes[memory.id] or denies[m.id] or off) and
+                  (news is None or news in stance(m.text, others=assistants).capitals)]
         for old in before:
             change = _compare(memory, parsed[memory.id], old, parsed[old.id], checks, names)
             if change is not None:

@@ -89,6 +89,13 @@ def test_a_reported_relations_move_is_theirs_and_a_shared_move_is_the_speakers()
     assert kind("I live in Portland.", "My wife and I moved to Denver in May.") == "supersedes"
 
 
+def test_a_friends_news_told_by_name_is_theirs_unless_the_fact_named_them():
+    said = "Mike quit pickleball for padel, traitor lol. He wants me to come watch him play."
+    assert kind("I play pickleball on Tuesdays at the rec center.", said) == "none"
+    assert kind("I play pickleball with Mike on Tuesdays at the rec center.", said) == \
+        "supersedes"
+
+
 def test_a_hypothetical_move_changes_nothing():
     assert kind("I live in Portland.", "I might move to Denver if the job comes through.") \
         == "none"
