@@ -113,6 +113,16 @@ _AWAY = regex.compile(
     r"in vacanza|in visita|de férias)\b",
     _FLAGS)
 """A stay away that ends: a visit, a holiday, looking after someone's pet."""
+_DISOWNS = regex.compile(
+    r"\b(?:(?:is|are|was|were)(?: not|n't) (?:mine|ours)|not (?:mine|ours|me|us)\b|"
+    r"not the one(?:s)?|"
+    r"pas (?:à )?(?:moi|nous)|ni moi|nicht (?:meine?[rs]?|unsere?[rs]?|ich|wir)\b|"
+    r"no (?:es|son|era) (?:mío|mía|míos|mías|nuestr[oa]s?)|no (?:soy|fui) yo|"
+    r"non (?:è|sono) (?:mi[oae]|miei|nostr[oaie])|non (?:io|sono io)|"
+    r"não (?:é|são) (?:meu|minha|meus|minhas|nosso|nossa)|não (?:sou|fui) eu)",
+    _FLAGS)
+"""The speaker disowns what is told: "isn't mine", "not the one moving", "pas moi": someone
+else's news, however much it sounds like the speaker's."""
 _GOES_ON = regex.compile(
     r"\b(?:still|staying|stays?|sticking|keeping|remain\w*|it is|"
     r"noch|weiterhin|nach wie vor|bleib\w*|toujours|encore|garde|reste|"
@@ -181,6 +191,9 @@ class Stance:
     moves_on: frozenset[str] = frozenset()
     """The words of its other clauses (their first `STEM` letters): "still baking every
     weekend, but the running is done" goes on about baking and not about running."""
+    disowns: bool = False
+    """The speaker says what is told is not theirs ("the golden retriever isn't mine", "I'm
+    not the one moving", "c'est ma voisine qui l'a pris, pas moi"), and ends nothing."""
 
 
 def stance(text: str, *, others: Collection[str] = ()) -> Stance:
@@ -194,7 +207,7 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
     lines = [said for who, said in _LINE.findall(text) if who.lower() not in others] \
         if _LINE.search(text) else [text]
     parties: set[str] = set()
-    own, present, goes_on, other, opens_on = None, True, set(), set(), None
+    own, present, goes_on, other, opens_on, disowns = None, True, set(), set(), None, False
     for line in lines:
         for sentence in filter(None, (s.strip() for s in _SENTENCE.split(line))):
             if own is None and (_says(_WEIGHED, sentence) or _says(_LONG_AGO, sentence) or
@@ -202,6 +215,8 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
                 present = False  # how the first sentences put it: "what if", "next week"
             if _ASKS.search(sentence):
                 continue
+            # "isn't mine" tells someone else's news; "not mine anymore", a change
+            disowns = disowns or _says(_DISOWNS, sentence) and not _says(_ENDS, sentence)
             party = _party(sentence)
             if own is None and party is None:
                 opens_on = _named(sentence, lines)
@@ -216,7 +231,7 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
     names, capitals = (frozenset(n.lower().strip(".,:") for n in pattern.findall(said)
                                  if not _I.match(n)) for pattern in (_NAME, _CAPITAL))
     return Stance(frozenset(parties), bool(own), present, frozenset(goes_on), names,
-                  capitals, _says(_ENDS, said), opens_on, frozenset(other))
+                  capitals, _says(_ENDS, said), opens_on, frozenset(other), disowns)
 
 
 def _ahead(sentence: str) -> bool:

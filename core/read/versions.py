@@ -143,7 +143,8 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
         if read.opens_on and read.opens_on not in before.capitals:
             continue  # someone else's news: "Priya finally moved out of Denver"
         said = _content(old.text) - words
-        if read.present and not (read.goes_on & said and not read.moves_on & said) and \
+        if read.present and not read.disowns and \
+                not (read.goes_on & said and not read.moves_on & said) and \
                 not _goes_on_about(read, before):
             out[a] = b
     return out

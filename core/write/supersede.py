@@ -72,10 +72,11 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
     out: list[FactChange] = []
     ordered = sorted(new, key=_moment)
     for i, memory in enumerate(ordered):
-        news = stance(memory.text, others=assistants).opens_on
+        read = stance(memory.text, others=assistants)
+        news = read.opens_on
         before = [m for m in [*earlier, *ordered[:i]]
                   if m.id != memory.id and m.id not in taken and _moment(m) <= _moment(memory)
-                  and (changes[memory.id] or denies[m.id] or off) and
+                  and (changes[memory.id] or denies[m.id] or off) and not read.disowns and
                   (news is None or news in stance(m.text, others=assistants).capitals)]
         for old in before:
             change = _compare(memory, parsed[memory.id], old, parsed[old.id], checks, names)

@@ -122,3 +122,24 @@ def test_an_article_names_no_one_a_question_asks_about(question):
 ])
 def test_an_owner_names_whom_a_question_asks_about(question, party):
     assert parties(question) == {party}
+
+
+@pytest.mark.parametrize("text", [
+    "user: haha no, the red Vespa in my photos isn't mine, it's my cousin's",
+    "user: I'm not the one getting married lol, it's my flatmate Jo",
+    "user: c'est mon voisin qui a adopté le chiot, pas moi",
+    "user: Der neue Hund ist nicht meiner, ich passe nur auf ihn auf",
+    "user: el piso nuevo no es mío, es de mi hermana",
+    "user: la macchina nuova non è mia, è di mio fratello",
+])
+def test_news_the_speaker_disowns_is_someone_elses(text):
+    assert stance(text, others=ASSISTANT).disowns
+
+
+@pytest.mark.parametrize("text", [
+    "user: sold the Vespa last week, it's not mine anymore",
+    "user: I moved to Leeds in May",
+    "user: Le chien n'est plus à moi depuis le déménagement, ma sœur l'a gardé",
+])
+def test_a_thing_that_is_no_longer_ones_own_is_a_change_not_someone_elses_news(text):
+    assert not stance(text, others=ASSISTANT).disowns

@@ -96,6 +96,14 @@ def test_a_friends_news_told_by_name_is_theirs_unless_the_fact_named_them():
         "supersedes"
 
 
+def test_a_move_the_speaker_disowns_is_someone_elses():
+    assert kind("I live in Brooklyn with two roommates.",
+                "no no, I'm not the one moving to Jersey City, that's my roommate Alex.") \
+        == "none"
+    assert kind("I live in Brooklyn with two roommates.", "I moved to Jersey City in May.") \
+        == "supersedes"
+
+
 def test_a_hypothetical_move_changes_nothing():
     assert kind("I live in Portland.", "I might move to Denver if the job comes through.") \
         == "none"
