@@ -115,11 +115,12 @@ _AWAY = regex.compile(
 """A stay away that ends: a visit, a holiday, looking after someone's pet."""
 _DISOWNS = regex.compile(
     r"\b(?:(?:is|are|was|were)(?: not|n't) (?:mine|ours)|not (?:mine|ours|me|us)\b|"
-    r"not the one(?:s)?|"
-    r"pas (?:à )?(?:moi|nous)|ni moi|nicht (?:meine?[rs]?|unsere?[rs]?|ich|wir)\b|"
-    r"no (?:es|son|era) (?:mío|mía|míos|mías|nuestr[oa]s?)|no (?:soy|fui) yo|"
-    r"non (?:è|sono) (?:mi[oae]|miei|nostr[oaie])|non (?:io|sono io)|"
-    r"não (?:é|são) (?:meu|minha|meus|minhas|nosso|nossa)|não (?:sou|fui) eu)",
+    r"(?:I'm|I am|we're|we are) not the ones?|"
+    r"pas (?:à )?(?:moi|nous)|ni moi|nicht (?:meiner|meins|unserer|unseres|ich|wir)\b|"
+    r"no (?:es|son|era) (?:mío|mía|míos|mías)|no (?:soy|fui) yo|"
+    r"(?:non (?:è|sono) (?:mi[oae]|miei|nostr[oaie])|"
+    r"não (?:é|são) (?:meu|minha|meus|minhas|nosso|nossa))\b(?!\s+\p{L})|"
+    r"non (?:io|sono io)|não (?:sou|fui) eu)",
     _FLAGS)
 """The speaker disowns what is told: "isn't mine", "not the one moving", "pas moi": someone
 else's news, however much it sounds like the speaker's."""

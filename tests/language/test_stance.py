@@ -140,6 +140,9 @@ def test_news_the_speaker_disowns_is_someone_elses(text):
     "user: sold the Vespa last week, it's not mine anymore",
     "user: I moved to Leeds in May",
     "user: Le chien n'est plus à moi depuis le déménagement, ma sœur l'a gardé",
+    "user: We moved to a new flat in Leeds, not the one I wanted though",
+    "user: Wir sind umgezogen, nicht meine Idee, aber die Wohnung ist schön",
+    "user: non è mio fratello che si è trasferito, sono io",
 ])
 def test_a_thing_that_is_no_longer_ones_own_is_a_change_not_someone_elses_news(text):
     assert not stance(text, others=ASSISTANT).disowns

@@ -294,12 +294,10 @@ class MemoryBankSQL(IndexDataSQL):
     def _memories_from_rows(self, rows: Sequence[Sequence[Any]]) -> list[Memory]:
         """Memories from their stored columns (in `_MEMORY_COLS` order), versions not
         included; their JSON columns parsed at once."""
-        values = iter(loads_many([t for r in rows for t in (r[4], r[5], r[6], r[10], r[11],
-                                                            r[12])]))
+        values = loads_many([t for r in rows for t in (r[4], r[5], r[6], r[10], r[11], r[12])])
         out = []
-        for r in rows:
-            refs, speakers, session_ids, attrs, metadata, validity = (
-                next(values) for _ in range(6))
+        for n, r in enumerate(rows):
+            refs, speakers, session_ids, attrs, metadata, validity = values[6 * n:6 * n + 6]
             memory = Memory(id=r[0], user_id=r[1], text=self._dec(r[2]), key=self._dec(r[3]),
                             refs=refs, speakers=speakers, session_ids=session_ids,
                             occurred_at=from_iso(r[7]), created_at=from_iso(r[8]),
