@@ -235,6 +235,13 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
                   capitals, _says(_ENDS, said), opens_on, frozenset(other), disowns)
 
 
+def theirs(new: Stance, old: Stance) -> bool:
+    """Whether a newer statement is someone else's news beside an older one: the speaker
+    disowns it ("isn't mine"), or it opens on a name the older one does not say ("Priya
+    finally moved out of Denver, she ..." after "I live in Denver")."""
+    return new.disowns or new.opens_on is not None and new.opens_on not in old.capitals
+
+
 def _ahead(sentence: str) -> bool:
     """Whether a sentence speaks of a time ahead ("interview next thursday"): a plan."""
     found = find_relative(_GROUNDED.sub("", sentence))

@@ -130,8 +130,13 @@ def _named(query: str, speakers: set[str]) -> set[str]:
 def _fits(hit: MemoryHit, names: set[str], words: int) -> bool:
     """Whether a hit stays as it is: it fits in `words` and keeping the named speakers'
     turns would drop none of its own."""
-    said = set(hit.memory.speakers)
-    return len(hit.text.split()) <= words and not (names & said and not said <= names)
+    return len(hit.text.split()) <= words and not _thins(names, set(hit.memory.speakers))
+
+
+def _thins(names: set[str], said: set[str]) -> bool:
+    """Whether the named speakers are some but not all of those who said a hit's turns:
+    the hit then keeps only the named ones' turns."""
+    return bool(names & said) and not said <= names
 
 
 def _parts(hit: MemoryHit, names: set[str], query_vec: np.ndarray,
@@ -151,7 +156,7 @@ def _parts(hit: MemoryHit, names: set[str], query_vec: np.ndarray,
     parts = [_Part(label, sentences, ref, c)
              for (label, sentences, ref), c in zip(turns, close.tolist())]
     said = {p.label[:-2] for p in parts}
-    if names & said and not said <= names:
+    if _thins(names, said):
         parts = [p for p in parts if p.label[:-2] in names]
     return parts
 

@@ -132,8 +132,7 @@ class Searcher:
                     k is not None and len(hits) >= k:
                 break
             if listed.longer is not None:
-                need = 2 * len(listed.head)
-                listed = self._longer(listed, need)
+                listed = self._longer(listed, 2 * len(listed.head))
             elif pool.exhausted:
                 break
             else:
@@ -201,7 +200,7 @@ class Searcher:
             longer = None if complete else order
             steps.after("gathering", head)
         laps.lap("read steps")
-        hits = head if longer else [*head, *self._tail(candidates, window, head)]
+        hits = head if longer else self._with_tail(head, candidates, window)
         return Listed(hits, head, speakers, candidates, rows, ranking, steps, window, longer)
 
     def _longer(self, listed: Listed, need: int) -> Listed:
@@ -209,7 +208,7 @@ class Searcher:
         head, complete = listed.longer(need)
         if not complete:
             return replace(listed, hits=head, head=head)
-        return replace(listed, hits=[*head, *self._tail(listed.candidates, listed.window, head)],
+        return replace(listed, hits=self._with_tail(head, listed.candidates, listed.window),
                        head=head, longer=None)
 
     def _deeper(self, listed: Listed, found: list[Pooled]) -> Listed:
@@ -220,17 +219,16 @@ class Searcher:
         candidates = [known.get(m.id) or MemoryHit(m, float(score), self._text(m), rank)
                       for rank, (m, score, _) in enumerate(found, 1)]
         rows = {**listed.rows, **{m.id: r for m, _, r in found}}
-        return replace(listed, hits=[*listed.head, *self._tail(candidates, listed.window,
-                                                                listed.head)],
+        return replace(listed, hits=self._with_tail(listed.head, candidates, listed.window),
                        candidates=candidates, rows=rows)
 
     @staticmethod
-    def _tail(candidates: list[MemoryHit], window: int,
-              head: list[MemoryHit]) -> list[MemoryHit]:
-        """The candidates past the window in retrieval order, less those the head shows
-        (a linked memory, A-MEM)."""
+    def _with_tail(head: list[MemoryHit], candidates: list[MemoryHit],
+                   window: int) -> list[MemoryHit]:
+        """The head, then the candidates past the window in retrieval order, less those the
+        head shows (a linked memory, A-MEM)."""
         shown = {h.memory.id for h in head}
-        return [c for c in candidates[window:] if c.memory.id not in shown]
+        return [*head, *(c for c in candidates[window:] if c.memory.id not in shown)]
 
     def _linked(self, user_id: str, head: list[MemoryHit], query_vec: np.ndarray,
                 wanted: Mapping[str, Any]) -> list[MemoryHit]:

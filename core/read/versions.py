@@ -35,7 +35,7 @@ from datetime import timedelta
 import numpy as np
 
 from ..language.dates import format_date
-from ..language.stance import STEM, Stance, parties, stance
+from ..language.stance import STEM, Stance, parties, stance, theirs
 from ..language.tokens import terms
 from ..types import Memory, MemoryHit, as_utc
 from .score import relevances
@@ -140,11 +140,10 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
             continue
         b = max(later, key=lambda i: as_utc(hits[i].memory.valid_from))
         read, before = (stance(m.text, others=others) for m in (hits[b].memory, old))
-        if read.opens_on and read.opens_on not in before.capitals:
-            continue  # someone else's news: "Priya finally moved out of Denver"
+        if theirs(read, before):
+            continue  # "Priya finally moved out of Denver", "the retriever isn't mine"
         said = _content(old.text) - words
-        if read.present and not read.disowns and \
-                not (read.goes_on & said and not read.moves_on & said) and \
+        if read.present and not (read.goes_on & said and not read.moves_on & said) and \
                 not _goes_on_about(read, before):
             out[a] = b
     return out

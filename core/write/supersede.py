@@ -3,9 +3,10 @@
 Similarity alone cannot tell an update from a restatement (both are close), so the rules
 read claims (`claims.py`) and ask four questions of a new claim against an earlier one:
 - **subject**: is it the same person's fact (same speaker, or the same relation of theirs)?
-  A memory that opens on someone else's news by name ("Mike quit pickleball for padel ...
-  he wants me to come") changes only a memory that names them, as at read time
-  (`language.stance`).
+  Someone else's news changes nothing of the speaker's, as at read time
+  (`language.stance.theirs`): a memory that opens on a name ("Mike quit pickleball for
+  padel ... he wants me to come") unless the older one names them, or that the speaker
+  disowns ("I'm not the one moving").
 - **attribute**: is it about the same thing (a shared attribute family such as where one
   lives, two shared topic words, or one that the new claim says ended or states a new value
   near: "I quit smoking", "down to 76 kg")?
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..language.claims import SINGLE_VALUED, Claim, Value, claims
-from ..language.stance import stance
+from ..language.stance import stance, theirs
 from ..storage.base import Store
 from ..types import FactChange, Memory, as_utc
 
@@ -73,11 +74,10 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
     ordered = sorted(new, key=_moment)
     for i, memory in enumerate(ordered):
         read = stance(memory.text, others=assistants)
-        news = read.opens_on
         before = [m for m in [*earlier, *ordered[:i]]
                   if m.id != memory.id and m.id not in taken and _moment(m) <= _moment(memory)
-                  and (changes[memory.id] or denies[m.id] or off) and not read.disowns and
-                  (news is None or news in stance(m.text, others=assistants).capitals)]
+                  and (changes[memory.id] or denies[m.id] or off) and
+                  not theirs(read, stance(m.text, others=assistants))]
         for old in before:
             change = _compare(memory, parsed[memory.id], old, parsed[old.id], checks, names)
             if change is not None:
