@@ -116,14 +116,20 @@ _AWAY = regex.compile(
 _DISOWNS = regex.compile(
     r"\b(?:(?:is|are|was|were)(?: not|n't) (?:mine|ours)|not (?:mine|ours|me|us)\b|"
     r"(?:I'm|I am|we're|we are) not the ones?|"
-    r"pas (?:à )?(?:moi|nous)|ni moi|nicht (?:meiner|meins|unserer|unseres|ich|wir)\b|"
-    r"no (?:es|son|era) (?:mío|mía|míos|mías)|no (?:soy|fui) yo|"
-    r"(?:non (?:è|sono) (?:mi[oae]|miei|nostr[oaie])|"
-    r"não (?:é|são) (?:meu|minha|meus|minhas|nosso|nossa))\b(?!\s+\p{L})|"
+    r"pas (?:à )?(?:moi|nous)|pas (?:le|la|les) (?:mien|nôtre)\w*|ni moi|"
+    r"nicht (?:meiner|meins|unserer|unseres|ich|wir)\b|gehört (?:nicht (?:mir|uns)|"
+    r"(?:mir|uns) nicht)|"
+    r"no (?:es|son|era) (?:(?:el|la|los|las) )?(?:mío|mía|míos|mías)|no (?:soy|fui) yo|"
+    r"(?:non (?:è|sono) (?:(?:il|la|i|le) )?(?:mi[oae]|miei|nostr[oaie])|"
+    r"não (?:é|são) (?:(?:o|a|os|as) )?(?:meu|minha|meus|minhas|nosso|nossa))"
+    r"\b(?!\s+\p{L})|"
     r"non (?:io|sono io)|não (?:sou|fui) eu)",
     _FLAGS)
 """The speaker disowns what is told: "isn't mine", "not the one moving", "pas moi": someone
 else's news, however much it sounds like the speaker's."""
+_ANYMORE = regex.compile(r"\bany ?more\b", _FLAGS)
+""""Anymore" anywhere in a sentence that disowns: "I'm not the one who cooks anymore" is a
+change of the speaker's own."""
 _GOES_ON = regex.compile(
     r"\b(?:still|staying|stays?|sticking|keeping|remain\w*|it is|"
     r"noch|weiterhin|nach wie vor|bleib\w*|toujours|encore|garde|reste|"
@@ -217,7 +223,8 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
             if _ASKS.search(sentence):
                 continue
             # "isn't mine" tells someone else's news; "not mine anymore", a change
-            disowns = disowns or _says(_DISOWNS, sentence) and not _says(_ENDS, sentence)
+            disowns = disowns or _says(_DISOWNS, sentence) and not (
+                _says(_ENDS, sentence) or _ANYMORE.search(sentence))
             party = _party(sentence)
             if own is None and party is None:
                 opens_on = _named(sentence, lines)

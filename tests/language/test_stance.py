@@ -131,6 +131,10 @@ def test_an_owner_names_whom_a_question_asks_about(question, party):
     "user: Der neue Hund ist nicht meiner, ich passe nur auf ihn auf",
     "user: el piso nuevo no es mío, es de mi hermana",
     "user: la macchina nuova non è mia, è di mio fratello",
+    "user: Das Auto vor der Tür gehört nicht mir, das ist vom Nachbarn",
+    "user: le vélo dans l'entrée, ce n'est pas le mien, c'est celui de Jules",
+    "user: no, ese coche no es el mío, es de mi cuñado",
+    "user: non è la mia, la bici rossa è di Marta",
 ])
 def test_news_the_speaker_disowns_is_someone_elses(text):
     assert stance(text, others=ASSISTANT).disowns
@@ -143,6 +147,7 @@ def test_news_the_speaker_disowns_is_someone_elses(text):
     "user: We moved to a new flat in Leeds, not the one I wanted though",
     "user: Wir sind umgezogen, nicht meine Idee, aber die Wohnung ist schön",
     "user: non è mio fratello che si è trasferito, sono io",
+    "user: I'm not the one who cooks anymore, my partner took over",
 ])
 def test_a_thing_that_is_no_longer_ones_own_is_a_change_not_someone_elses_news(text):
     assert not stance(text, others=ASSISTANT).disowns
