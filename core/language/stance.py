@@ -76,7 +76,7 @@ _WE = regex.compile(r"\b(?:and I|and me|me and|und ich|et moi|moi et|y yo|e io|e
 
 _WEIGHED = regex.compile(
     r"\b(?:if|would|might|wonder(?:ing)?|what if|thinking (?:about|of)|was (?:gonna|going to)|"
-    r"(?:this|so) close to|"
+    r"(?:this|so) close to|a punto de|stav\w+ per|beinahe|um ein Haar|"
     r"thought (?:about|of)|consider(?:ing|ed)|almost|nearly|maybe|someday|one day|"
     r"daydream\w*|wish|decided against|passed on|turned (?:it |them )?down|talked me out|"
     r"said no|"
@@ -86,7 +86,9 @@ _WEIGHED = regex.compile(
     r"j'hésite|(?:je|j'|tu|il|elle|on)\s*\w+(?:rais|rait)|un jour|j'allais|"
     r"si (?:pudiera|tuviera|fuera|me|lo|la|nos|algún)|quizás?|tal vez|estuve pensando|"
     r"pens[ée] en|algún día|iba a|"
-    r"se (?:potessi|avessi|fossi|io)|forse|pensavo|volevo|un giorno|stavo per|\w+rebbe|"
+    r"se (?:potessi|avessi|fossi|io)|forse|pensavo|volevo|un giorno|\w+rebbe|"
+    # "if" with a past subjunctive: si vendiera, se vendessi, se vendesse
+    r"si \w+(?:ara|iera)|se \w+(?:assi|essi|issi|asse|esse|isse)|"
     r"(?:vorr|potr|far|andr|sar|avr)ei|"
     r"se eu|às vezes penso|talvez|pensei em|pensando em|um dia|quase)\b",
     _FLAGS)
@@ -95,24 +97,39 @@ _LONG_AGO = regex.compile(
     r"\b(?:when I was|as a (?:kid|child|teen)|growing up|back (?:when|then)|"
     r"back in (?:the day|high school|college|school|uni|\d{4})|remember when|"
     r"remember(?:ed)?|reminds me of|in high school|years ago|"
-    r"als ich (?:klein|jung|kind)|als Kind|damals|früher|"
+    r"als ich (?:klein|jung|kind)|als Kind|damals|früher|vor \w+ Jahren|"
     r"quand j'(?:étais|avais)|petite?,|(?:étant|quand j'étais) enfant|autrefois|"
-    r"à l'époque|l'époque où|"
+    r"à l'époque|l'époque où|il y a \w+ ans|"
     r"de (?:pequeñ|niñ)[oa]|cuando (?:era|tenía|trabajaba|vivía|estudiaba)|"
-    r"me acord[ée] de|me acuerdo de|"
-    r"da (?:piccol|bambin)[oa]|quando ero|mi ricordo|"
-    r"em criança|quando (?:eu )?era|lembro-me|de pequen[oa])\b",
+    r"me acord[ée] de|me acuerdo de|hace \w+ años|"
+    r"da (?:piccol|bambin)[oa]|quando ero|mi ricordo|\w+ anni fa|"
+    r"em criança|quando (?:eu )?era|lembro-me|de pequen[oa]|há \w+ anos)\b",
     _FLAGS)
 """A memory of long ago, told in passing."""
+_SPANS = (r"(?:day|night|week|weekend|month|summer|semester|Tag|Nacht|Woche|Wochenende|Monat|"
+          r"jour|nuit|semaine|week-end|mois|día|noche|semana|mes|fin de semana|giorn|nott|"
+          r"settiman|dia|noite|mês|meses|fim de semana)\w*")
 _AWAY = regex.compile(
     r"\b(?:spending (?:a|the|two|three|some|christmas|easter|summer|\d+)|visiting|"
     r"pet-?sitting|on (?:vacation|holiday)|for the weekend|staying (?:with|at)|"
     r"zu Besuch|besuche|im Urlaub|"
     r"je passe (?:une|deux|trois|quelques|le|la|les)|en vacances|"
     r"de visita|de vacaciones|pasando (?:unos|una|el|la)|"
-    r"in vacanza|in visita|de férias)\b",
+    r"in vacanza|in visita|de férias|"
+    r"temporarily|vorübergehend|temporairement|temporalmente|temporaneamente|"
+    r"temporariamente)\b",
     _FLAGS)
 """A stay away that ends: a visit, a holiday, looking after someone's pet."""
+_STAY = regex.compile(
+    r"\b(?:for|für|pour|por|durante|per) (?:the|a|an|one|two|three|four|a few|a couple of|"
+    r"un par de|um par de|un paio di|"
+    r"ein\w*|zwei|drei|vier|ein paar|un|une|deux|trois|quelques|una|dos|tres|unos|unas|"
+    rf"due|tre|qualche|um|uma|dois|duas|três|\d+) {_SPANS}\b"
+    rf"(?!\s+(?:a|an|per|each|every|pro|par|por|al|alla|a la|à|na) {_SPANS})(?<!\bbeen\b.*)"
+    r"(?!.*\b(?:now|already)\b)", _FLAGS)
+"""A stay of a set length, said in a statement's first clause ("at my in-laws in Phoenix for
+the month", "für drei Wochen bei meiner Oma"): it ends. Not one that has lasted it ("been
+here for a month now") nor a rhythm ("two days a week")."""
 _DISOWNS = regex.compile(
     r"\b(?:(?:is|are|was|were)(?: not|n't) (?:mine|ours)|not (?:mine|ours|me|us)\b|"
     r"(?:I'm|I am|we're|we are) not the ones?|"
@@ -149,7 +166,7 @@ _GROUNDED = regex.compile(r"\s*\((?:the (?:week|weekend) of )?[^()]*\d{4}\)")
 """The date grounding added after a relative time: no name the person said."""
 _ENDS = regex.compile(
     r"\b(?:without|no more|not any ?more|no longer|gone|sold|cancel+ed|quit|stopped|ended|"
-    r"broke up|split up|passed away|died|put (?:\w+ )?down|buried|lost|gave (?:\w+ )?up|"
+    r"broke up|split up|passed away|died|put (?:[\w']+ ){0,4}?down|buried|lost|gave (?:\w+ )?up|"
     r"ohne|nicht mehr|kein\w* mehr|verkauft|gekündigt|gestorben|vorbei|"
     r"sans|plus de|ne \w+ plus|vendu|annulé\w*|mort\w*|fini|"
     r"sin|ya no|vend[íi]\w*|cancel[ée]\w*|muri[óo]|se acabó|"
@@ -201,6 +218,13 @@ class Stance:
     disowns: bool = False
     """The speaker says what is told is not theirs ("the golden retriever isn't mine", "I'm
     not the one moving", "c'est ma voisine qui l'a pris, pas moi"), and ends nothing."""
+    aside: bool = False
+    """Told as a memory of long ago or a stay that ends ("when I was a kid we lived in
+    Anchorage", "at my in-laws' for the month"): how things were or are for a while, not
+    how they are now."""
+    any_own: bool = False
+    """Some statement opens on the speaker ("my mom fell for Winnie, she lives with her now.
+    down to 2 cats"): news of the speaker's own, wherever in it."""
 
 
 def stance(text: str, *, others: Collection[str] = ()) -> Stance:
@@ -215,10 +239,13 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
         if _LINE.search(text) else [text]
     parties: set[str] = set()
     own, present, goes_on, other, opens_on, disowns = None, True, set(), set(), None, False
+    aside = any_own = False
     for line in lines:
         for sentence in filter(None, (s.strip() for s in _SENTENCE.split(line))):
-            if own is None and (_says(_WEIGHED, sentence) or _says(_LONG_AGO, sentence) or
-                                _says(_AWAY, sentence) or _ahead(sentence)):
+            if own is None and (_says(_LONG_AGO, sentence) or _says(_AWAY, sentence) or
+                                _says(_STAY, _CLAUSE.split(sentence, 1)[0])):
+                present, aside = False, True
+            if own is None and (_says(_WEIGHED, sentence) or _ahead(sentence)):
                 present = False  # how the first sentences put it: "what if", "next week"
             if _ASKS.search(sentence):
                 continue
@@ -230,6 +257,7 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
                 opens_on = _named(sentence, lines)
             if own is None:  # the first statement says whose news it is
                 own = party is None or bool(_WE.search(text))
+            any_own = any_own or party is None or bool(_WE.search(sentence))
             if party is not None:
                 parties.add(party)
             for clause in _PARTS.split(sentence):
@@ -239,7 +267,8 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
     names, capitals = (frozenset(n.lower().strip(".,:") for n in pattern.findall(said)
                                  if not _I.match(n)) for pattern in (_NAME, _CAPITAL))
     return Stance(frozenset(parties), bool(own), present, frozenset(goes_on), names,
-                  capitals, _says(_ENDS, said), opens_on, frozenset(other), disowns)
+                  capitals, _says(_ENDS, said), opens_on, frozenset(other), disowns, aside,
+                  any_own)
 
 
 def theirs(new: Stance, old: Stance) -> bool:

@@ -77,9 +77,13 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
         before = [m for m in [*earlier, *ordered[:i]]
                   if m.id != memory.id and m.id not in taken and _moment(m) <= _moment(memory)
                   and (changes[memory.id] or denies[m.id] or off) and
-                  not theirs(read, stance(m.text, others=assistants))]
+                  not theirs(read, stance(m.text, others=assistants)) and
+                  ("subject" not in checks or read.any_own or
+                   not stance(m.text, others=assistants).own)]
         for old in before:
             change = _compare(memory, parsed[memory.id], old, parsed[old.id], checks, names)
+            if change is not None and change.kind == "supersedes" and read.aside:
+                continue  # "when I was a kid we lived in Anchorage": how things were
             if change is not None:
                 out.append(change)
                 if change.kind == "supersedes":

@@ -55,9 +55,43 @@ def test_news_that_opens_on_someone_else_is_theirs(text):
     "user: eines Tages ziehen wir ans Meer, das steht fest",
     "user: je travaillais à l'époque où il n'y avait pas encore de métro",
     "user: iba a dejar el gimnasio pero me quedo un mes más",
+    "user: se comprassi una casa al mare smetterei di lavorare",
+    "user: si vendiera el coche me compraría una moto",
+    "user: se mudasse para o Porto ia sentir falta dos amigos",
+    "user: estuvimos a punto de mudarnos a Bilbao, al final no",
 ])
 def test_a_wish_a_weighed_choice_a_memory_a_stay_away_or_a_plan_is_not_the_present(text):
     assert not stance(text, others=ASSISTANT).present
+
+
+@pytest.mark.parametrize("text", [
+    "user: vor zwanzig Jahren hatte ich einen Kiosk in Kiel",
+    "user: il y a dix ans je vivais à Dakar, quelle époque",
+    "user: hace cinco años trabajaba de camarero en Cádiz",
+    "user: dieci anni fa avevo una Vespa rossa",
+    "user: há quinze anos eu morava em Recife",
+    "user: crashing at my sister's in Denver for the week while the floors get redone",
+    "user: je suis à Montréal pour trois semaines, un stage chez un client",
+    "user: estoy en Sevilla por unos días, cosas del trabajo",
+    "user: für zwei Monate in Zürich, Projekt beim Kunden",
+    "user: sto da mia zia a Bari per un paio di settimane, poi torno a casa",
+])
+def test_a_memory_of_long_ago_or_a_stay_that_ends_is_told_aside(text):
+    read = stance(text, others=ASSISTANT)
+    assert read.aside
+    assert not read.present
+
+
+@pytest.mark.parametrize("text", [
+    "user: been in Denver for a month now and I love it",
+    "user: I go into the office for three days a week, the rest from home",
+    "user: weaned off coffee, the headaches were awful for a week but I'm fine",
+    "user: ich wohne seit drei Wochen in Zürich",
+])
+def test_a_stay_that_has_lasted_or_a_rhythm_is_not_told_aside(text):
+    read = stance(text, others=ASSISTANT)
+    assert not read.aside
+    assert read.present
 
 
 def test_a_state_going_on_keeps_its_words_and_the_assistant_says_nothing_of_the_user():

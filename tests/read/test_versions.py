@@ -147,7 +147,8 @@ def test_talk_between_two_people_is_left_as_ranked(tmp_path, embedder, other):
 @pytest.mark.parametrize("later,changed", [
     ("Will do. Pixel knocked my medal off the shelf this morning, by the way.", False),
     ("The flat is so quiet without Pixel, I keep looking for her on the sofa.", True),
-], ids=["goes on about her", "ends"])
+    ("We had to put our sweet old Pixel down, the vet was very kind to us.", True),
+], ids=["goes on about her", "ends", "put down"])
 def test_naming_the_same_pet_again_changes_nothing_unless_it_ends(opened, later, changed):
     """A later statement that names what the older one named, nothing new, goes on about
     it; one that says it ended is a change."""

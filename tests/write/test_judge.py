@@ -119,8 +119,8 @@ def test_with_a_judge_its_verdict_replaces_the_read_time_guess(open_memory, judg
     mem = open_memory(**({"llm": llm, "stages": {"judge_changes": True}} if judged else {}))
     mem.add("I drive a 2015 Toyota Corolla and just hit 100k miles.", user_id="ana",
             occurred_at="2024-01-10")
-    mem.add("corolla's in the shop for a week so the dealership gave me a loaner Camry, the "
-            "seats are SO much nicer lol", user_id="ana", occurred_at="2024-06-15")
+    mem.add("corolla's at the mechanic again so I'm driving a loaner Camry from the "
+            "dealership, the seats are SO much nicer lol", user_id="ana", occurred_at="2024-06-15")
     hits = list(mem.search("What car do I drive?", user_id="ana", k=2))
     corolla = next(h for h in hits if h.memory.text.startswith("I drive"))
     assert (corolla.current is not False) is judged

@@ -104,6 +104,27 @@ def test_a_move_the_speaker_disowns_is_someone_elses():
         == "supersedes"
 
 
+def test_a_memory_of_long_ago_or_a_stay_that_ends_replaces_nothing():
+    assert kind("I live in Halifax, two blocks from the harbour.",
+                "when I was little we lived in Moncton, my dad worked at the rail yard") \
+        == "none"
+    assert kind("I work at the public library downtown.",
+                "back in 2009 I worked at a bakery in Leeds and quit after a year") == "none"
+    assert kind("I live in Halifax, two blocks from the harbour.",
+                "living at my aunt's in Moncton for the month while they redo our floors") \
+        == "none"
+    assert kind("I live in Halifax, two blocks from the harbour.",
+                "We moved to Moncton in March.") == "supersedes"
+
+
+def test_news_with_nothing_of_the_speakers_own_replaces_nothing_of_theirs():
+    assert kind("Married to Omar since 2015, best decision I made.",
+                "my oldest friend Dana just got divorced, she moved in with us for a bit") \
+        == "none"
+    assert kind("I live in Halifax, two blocks from the harbour.",
+                "My landlord sold the building. We moved to Dartmouth in May.") == "supersedes"
+
+
 def test_a_hypothetical_move_changes_nothing():
     assert kind("I live in Portland.", "I might move to Denver if the job comes through.") \
         == "none"
