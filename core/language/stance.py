@@ -167,11 +167,14 @@ _GROUNDED = regex.compile(r"\s*\((?:the (?:week|weekend) of )?[^()]*\d{4}\)")
 _ENDS = regex.compile(
     r"\b(?:without|no more|not any ?more|no longer|gone|sold|cancel+ed|quit|stopped|ended|"
     r"broke up|split up|passed away|died|put (?:[\w']+ ){0,4}?down|buried|lost|gave (?:\w+ )?up|"
-    r"ohne|nicht mehr|kein\w* mehr|verkauft|gekündigt|gestorben|vorbei|"
-    r"sans|plus de|ne \w+ plus|vendu|annulé\w*|mort\w*|fini|"
-    r"sin|ya no|vend[íi]\w*|cancel[ée]\w*|muri[óo]|se acabó|"
-    r"senza|non più|vendut\w*|disdett\w*|mort\w*|finit\w*|"
-    r"sem|já não|vendi\w*|cancelei|morreu|acabou)\b", _FLAGS)
+    r"refund\w*|the end of|called (?:it )?off|"
+    r"ohne|nicht mehr|kein\w* mehr|verkauft|gekündigt|gestorben|vorbei|Schluss gemacht|"
+    r"\w*erstattet|"
+    r"sans|plus de|ne \w+ plus|vendu|annulé\w*|mort\w*|fini|rembours\w*|rompu|"
+    r"sin|ya no|vend[íi]\w*|cancel[ée]\w*|muri[óo]|se acabó|reembols\w*|devolvieron|"
+    r"lo dejamos|"
+    r"senza|non più|vendut\w*|disdett\w*|mort\w*|finit\w*|rimbors\w*|ci siamo lasciati|"
+    r"sem|já não|vendi\w*|cancelei|morreu|acabou|terminamos)\b", _FLAGS)
 """Words that end a state: a later mention of its names with one of them is a change."""
 _ASKS = regex.compile(
     r"^(?:¿|(?:what|whats|what's|how|why|where|when|which|who|can|could|is|are|do|does|did|"

@@ -94,6 +94,20 @@ def test_a_stay_that_has_lasted_or_a_rhythm_is_not_told_aside(text):
     assert read.present
 
 
+@pytest.mark.parametrize("text", [
+    "user: the airline refunded the Lisbon flights, so that's that",
+    "user: we called off the Lisbon trip, the baby is due in May",
+    "user: Tom und ich haben im März Schluss gemacht",
+    "user: on a rompu en mai avec Hugo, c'est mieux comme ça",
+    "user: Ana y yo lo dejamos en enero",
+    "user: io e Marco ci siamo lasciati a marzo",
+    "user: eu e o Rui terminamos no verão",
+    "user: the vet bill was the end of the horse riding lessons",
+])
+def test_an_ending_is_read_in_each_language(text):
+    assert stance(text, others=ASSISTANT).ends
+
+
 def test_a_state_going_on_keeps_its_words_and_the_assistant_says_nothing_of_the_user():
     read = stance("user: still at the bakery, still up at 4am\nassistant: I moved on",
                   others=ASSISTANT)
