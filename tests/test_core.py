@@ -265,13 +265,16 @@ def test_in_memory_store(embedder):
 
 def test_a_memory_gone_since_the_index_snapshot_drops_out_of_search(open_memory, monkeypatch):
     """Another process may delete memories between the index snapshot and reading their
-    rows; the hits left must keep their own scores, not shift onto their neighbours'."""
-    mem = open_memory()
-    mem.add_session(PAINTING, user_id="u1", session_id="a")
-    mem.add_session(ADOPTION, user_id="u1", session_id="b")
+    rows; the hits left must keep their own scores, not shift onto their neighbours'. (A
+    process that searched the snapshot before keeps the memories it read then: it searches
+    from a fresh one here.)"""
+    writer = open_memory()
+    writer.add_session(PAINTING, user_id="u1", session_id="a")
+    writer.add_session(ADOPTION, user_id="u1", session_id="b")
     query = "Which agency is Caroline using to adopt?"
-    full = mem.search(query, user_id="u1", k=5)
+    full = writer.search(query, user_id="u1", k=5)
     gone = full.candidates[0].memory.id
+    mem = open_memory()
     read = mem.store.memories
     monkeypatch.setattr(mem.store, "memories", lambda user_id, ids=None, **kw: [
         m for m in read(user_id, ids, **kw) if m.id != gone])

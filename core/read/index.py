@@ -13,6 +13,7 @@ from ..background import in_background
 from ..language.tokens import english_stemmer as english_stemmer  # and by the front door
 from ..language.tokens import tokenize
 from ..storage.base import IndexData, IndexDelta
+from ..types import Memory
 from .ann import Ann, evenly, size_class
 from .blas_threads import one_blas_thread
 from .bm25 import Corpus, Lexicon
@@ -91,6 +92,10 @@ class UserIndex:
                                     chain.row_count[:len(position)])
         self._prev, self._next = neighbours(listing.codes)
         self._sample = None
+        self.decoded: dict[str, Memory] = {}
+        """Memories a search read at this snapshot's generation, by id, for the next to
+        reuse (at most `read.search.DECODED_MOST`): a change to any memory, its validity
+        too, makes a new snapshot."""
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from copy import copy
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,8 @@ from .when import named_period, prefer_period
 if TYPE_CHECKING:
     from ..learn.rerank import LearnedReranker
 
+DECODED_MOST = 8192
+"""Most memories a user's index snapshot keeps decoded between searches."""
 GATHER_WINDOW = 5
 """How many times `search.candidates` a question that gathers reranks and arranges."""
 
@@ -366,8 +369,12 @@ class Searcher:
             if wanted else None
         found = index.search(query, query_vec, top=top, weights=self.weights, subset=subset)
         ids = [index.ids[p] for p in found.positions]
+        decoded = index.decoded  # each hit gets its own copy: a caller may change it
         stored = {m.id: m for m in self.store.memories(
-            user_id, [i for i in ids if i not in known])}
+            user_id, [i for i in ids if i not in known and i not in decoded])}
+        if len(decoded) < DECODED_MOST:
+            decoded.update((i, copy(m)) for i, m in stored.items())
+        stored.update((i, copy(decoded[i])) for i in ids if i not in stored and i in decoded)
         stored.update((i, known[i][0]) for i in ids if i in known)
         # a memory forgotten since the index snapshot was taken drops out
         return [(stored[mid], float(score), index.rows_of(p))

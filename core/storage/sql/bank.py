@@ -150,13 +150,13 @@ class MemoryBankSQL(IndexDataSQL):
             for table in ("memory_versions", "memory_vectors"):
                 db.run(f"DELETE FROM {table} WHERE memory_id = ? AND user_id = ?",
                        (memory_id, user_id))
-            self._unlink_changes(db, user_id, memory_id)
-            self._bump(db, user_id, [memory_id])
+            self._bump(db, user_id, [memory_id, *self._unlink_changes(db, user_id, memory_id)])
 
-    def _unlink_changes(self, db: Tx, user_id: str, memory_id: str) -> None:
+    def _unlink_changes(self, db: Tx, user_id: str, memory_id: str) -> list[str]:
         """Take a deleted memory out of the supersession fields of the memories it changed
-        or contradicted: what it changed one with (`changed_to`) is its own text, which
-        search would go on quoting. One it superseded is current again."""
+        or contradicted (returned): what it changed one with (`changed_to`) is its own text,
+        which search would go on quoting. One it superseded is current again."""
+        changed = []
         for mid, validity in db.all("SELECT id, validity FROM memories WHERE user_id = ? AND "
                                     "validity <> '{}'", (user_id,)):
             fields = loads(validity)
@@ -170,6 +170,8 @@ class MemoryBankSQL(IndexDataSQL):
             if fields != loads(validity):
                 db.run("UPDATE memories SET validity = ? WHERE id = ? AND user_id = ?",
                        (dumps(fields), mid, user_id))
+                changed.append(mid)
+        return changed
 
     def _merge(self, db: Tx, user_id: str, merge: MergeInto, now: str | None) -> tuple:
         """Update the target memory in place; return its new version row (vectors replaced)."""
@@ -232,8 +234,7 @@ class MemoryBankSQL(IndexDataSQL):
                 last[mid] += 1
                 db.run(_VERSION_INSERT, (mid, user_id, last[mid], text, refs, "superseded",
                                          now, source))
-            # no generation bump: nothing a search index or sample holds depends on validity,
-            # and searches read it from the rows they return
+            self._bump(db, user_id, list(validity))  # a search's decoded memories hold it
         return self.memories(user_id, ids)
 
     def update_memory_attrs(self, user_id: str, updates: Sequence[AttrsUpdate]) -> list[Memory]:
