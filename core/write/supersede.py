@@ -5,8 +5,11 @@ read claims (`claims.py`) and ask four questions of a new claim against an earli
 - **subject**: is it the same person's fact (same speaker, or the same relation of theirs)?
   Someone else's news changes nothing of the speaker's, as at read time
   (`language.stance.theirs`): a memory that opens on a name ("Mike quit pickleball for
-  padel ... he wants me to come") unless the older one names them, or that the speaker
-  disowns ("I'm not the one moving").
+  padel ... he wants me to come") unless the older one names them, that the speaker
+  disowns ("I'm not the one moving"), or with no statement of the speaker's own ("my best
+  friend is getting divorced, she's staying with us") against one of theirs.
+A memory told as long ago or as a stay that ends ("when I was a kid we lived in Anchorage",
+"at my in-laws' for the month") supersedes nothing; a contradiction it states still counts.
 - **attribute**: is it about the same thing (a shared attribute family such as where one
   lives, two shared topic words, or one that the new claim says ended or states a new value
   near: "I quit smoking", "down to 76 kg")?
@@ -70,24 +73,24 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
     names = {id(c): _names(c) for cl in parsed.values() for c in cl}
     changes = {mid: may_change(c) for mid, c in parsed.items()}
     denies = {mid: any(c.denial for c in cl) for mid, cl in parsed.items()}
+    said = {m.id: stance(m.text, others=assistants) for m in [*earlier, *new]}
     out: list[FactChange] = []
     ordered = sorted(new, key=_moment)
     for i, memory in enumerate(ordered):
-        read = stance(memory.text, others=assistants)
+        read = said[memory.id]
         before = [m for m in [*earlier, *ordered[:i]]
                   if m.id != memory.id and m.id not in taken and _moment(m) <= _moment(memory)
                   and (changes[memory.id] or denies[m.id] or off) and
-                  not theirs(read, stance(m.text, others=assistants)) and
-                  ("subject" not in checks or read.any_own or
-                   not stance(m.text, others=assistants).own)]
+                  not theirs(read, said[m.id]) and
+                  # news with nothing of the speaker's own changes nothing of theirs
+                  ("subject" not in checks or read.any_own or not said[m.id].own)]
         for old in before:
             change = _compare(memory, parsed[memory.id], old, parsed[old.id], checks, names)
-            if change is not None and change.kind == "supersedes" and read.aside:
+            if change is None or change.kind == "supersedes" and read.aside:
                 continue  # "when I was a kid we lived in Anchorage": how things were
-            if change is not None:
-                out.append(change)
-                if change.kind == "supersedes":
-                    taken.add(old.id)
+            out.append(change)
+            if change.kind == "supersedes":
+                taken.add(old.id)
     return out
 
 
