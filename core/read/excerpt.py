@@ -187,6 +187,13 @@ def _split(text: str) -> list[str]:
     return [s for s in _SENTENCE.split(text) if s.strip()]
 
 
+@lru_cache(maxsize=65536)
+def _words(text: str) -> int:
+    """How many words a sentence or label has; cached: the same memories' sentences are
+    weighed search after search."""
+    return len(text.split())
+
+
 def _excerpt(hit: MemoryHit, parts: list[_Part], shared: Mapping[str, int],
              words: int) -> MemoryHit:
     """The hit with its memory's text replaced by the parts' best sentences that fit in
@@ -199,7 +206,7 @@ def _excerpt(hit: MemoryHit, parts: list[_Part], shared: Mapping[str, int],
     carried: set[int] = set()
     for _, _, i, j in ranked:
         sentence = parts[i].sentences[j]
-        size = len(sentence.split()) + (0 if i in carried else len(parts[i].label.split()))
+        size = _words(sentence) + (0 if i in carried else _words(parts[i].label))
         if size <= room:
             kept[i, j] = sentence
             carried.add(i)
