@@ -48,7 +48,8 @@ def gathered_upto(hits: Sequence[MemoryHit], cut: Callable[[int], list[MemoryHit
     `n` of `hits` cut to what bears on the query), or all of them once all are cut, and
     whether they are all. The later hits that carry a new turn keep their order, so the
     first of them are known once the hits up to them are cut: a search that shows five cuts
-    a few, not the whole window (a judgement weighs every hit: it cuts all)."""
+    a few, not the whole window (a judgement weighs every hit: it cuts all). Each round
+    cuts as many more hits as new ones are still missing."""
     lazy = need is not None and gathers(query) and not judges(query)
     end = min(len(hits), max(need, WHOLE)) if lazy else len(hits)
     while True:
@@ -58,7 +59,7 @@ def gathered_upto(hits: Sequence[MemoryHit], cut: Callable[[int], list[MemoryHit
         new, _ = _new_and_repeated(done)
         if WHOLE + len(new) >= need:
             return [*done[:WHOLE], *new][:need], False
-        end = min(len(hits), 2 * end)
+        end = min(len(hits), end + need - WHOLE - len(new))
 
 
 def new_turns_first(hits: Sequence[MemoryHit]) -> list[MemoryHit]:
