@@ -370,12 +370,12 @@ class Searcher:
         found = index.search(query, query_vec, top=top, weights=self.weights, subset=subset)
         ids = [index.ids[p] for p in found.positions]
         decoded = index.decoded  # each hit gets its own copy: a caller may change it
-        stored = {m.id: m for m in self.store.memories(
-            user_id, [i for i in ids if i not in known and i not in decoded])}
-        if len(decoded) < DECODED_MOST:
-            decoded.update((i, copy(m)) for i, m in stored.items())
+        stored = {i: known[i][0] for i in ids if i in known}
         stored.update((i, copy(decoded[i])) for i in ids if i not in stored and i in decoded)
-        stored.update((i, known[i][0]) for i in ids if i in known)
+        read = self.store.memories(user_id, [i for i in ids if i not in stored])
+        if len(decoded) < DECODED_MOST:
+            decoded.update((m.id, copy(m)) for m in read)
+        stored.update((m.id, m) for m in read)
         # a memory forgotten since the index snapshot was taken drops out
         return [(stored[mid], float(score), index.rows_of(p))
                 for mid, p, score in zip(ids, found.positions, found.fused)

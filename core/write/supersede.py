@@ -8,8 +8,6 @@ read claims (`claims.py`) and ask four questions of a new claim against an earli
   padel ... he wants me to come") unless the older one names them, that the speaker
   disowns ("I'm not the one moving"), or with no statement of the speaker's own ("my best
   friend is getting divorced, she's staying with us") against one of theirs.
-A memory told as long ago or as a stay that ends ("when I was a kid we lived in Anchorage",
-"at my in-laws' for the month") supersedes nothing; a contradiction it states still counts.
 - **attribute**: is it about the same thing (a shared attribute family such as where one
   lives, two shared topic words, or one that the new claim says ended or states a new value
   near: "I quit smoking", "down to 76 kg")?
@@ -19,6 +17,9 @@ A memory told as long ago or as a stay that ends ("when I was a kid we lived in 
   is it a fact rather than a plan or a question? A single-valued attribute needs no cue.
 A denial against a positive claim on the same subject and topic, with no cue, is a
 contradiction: both are kept current and flagged (`kind` "conflicts").
+
+A memory told as long ago or as a stay that ends ("when I was a kid we lived in Anchorage",
+"at my in-laws' for the month") supersedes nothing; a contradiction it states still counts.
 
 A memory holding several claims may be superseded in part: `FactChange.part` is then the old
 claims that changed, and the rest of the memory still holds.
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..language.claims import SINGLE_VALUED, Claim, Value, claims
-from ..language.stance import stance, theirs
+from ..language.stance import Stance, stance, theirs
 from ..storage.base import Store
 from ..types import FactChange, Memory, as_utc
 
@@ -73,17 +74,14 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
     names = {id(c): _names(c) for cl in parsed.values() for c in cl}
     changes = {mid: may_change(c) for mid, c in parsed.items()}
     denies = {mid: any(c.denial for c in cl) for mid, cl in parsed.items()}
-    said = {m.id: stance(m.text, others=assistants) for m in [*earlier, *new]}
     out: list[FactChange] = []
     ordered = sorted(new, key=_moment)
     for i, memory in enumerate(ordered):
-        read = said[memory.id]
+        read = stance(memory.text, others=assistants)
         before = [m for m in [*earlier, *ordered[:i]]
                   if m.id != memory.id and m.id not in taken and _moment(m) <= _moment(memory)
                   and (changes[memory.id] or denies[m.id] or off) and
-                  not theirs(read, said[m.id]) and
-                  # news with nothing of the speaker's own changes nothing of theirs
-                  ("subject" not in checks or read.any_own or not said[m.id].own)]
+                  _whose(read, stance(m.text, others=assistants), checks)]
         for old in before:
             change = _compare(memory, parsed[memory.id], old, parsed[old.id], checks, names)
             if change is None or change.kind == "supersedes" and read.aside:
@@ -92,6 +90,13 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
             if change.kind == "supersedes":
                 taken.add(old.id)
     return out
+
+
+def _whose(new: Stance, old: Stance, checks: frozenset[str]) -> bool:
+    """Whether a newer statement may change an older one's fact: it is not someone else's
+    news (`theirs`) and, with the subject checked, says something of the speaker's own when
+    the older one does."""
+    return not theirs(new, old) and ("subject" not in checks or new.any_own or not old.own)
 
 
 def may_change(new_claims: Sequence[Claim]) -> bool:
