@@ -77,9 +77,13 @@ _WE = regex.compile(r"\b(?:and I|and me|me and|und ich|et moi|moi et|y yo|e io|e
 _WEIGHED = regex.compile(
     r"\b(?:if|would|might|wonder(?:ing)?|what if|thinking (?:about|of)|was (?:gonna|going to)|"
     r"(?:this|so) close to|a punto de|stav\w+ per|beinahe|um ein Haar|"
-    r"thought (?:about|of)|consider(?:ing|ed)|almost|nearly|maybe|someday|one day|"
+    r"thought (?:about|of)|consider(?:ing|ed)|(?:almost|nearly)(?!\s+(?:\d|every|all|"
+    r"always|half|twice|a (?:year|month|week|day)|one|two|three|four|five|six|seven|eight|"
+    r"nine|ten|twenty|thirty|forty|fifty|a hundred))|maybe|someday|one day|"
     r"daydream\w*|wish|decided against|passed on|turned (?:it |them )?down|talked me out|"
-    r"said no|"
+    r"said no|didn't get|did not get|(?:turned|shot) me down|rejected me|got rejected|"
+    r"nicht bekommen|pas (?:été )?(?:eu|pris|retenue?)|no me (?:dieron|cogieron|eligieron)|"
+    r"non (?:mi hanno preso|ho avuto|l'ho avuto)|não (?:consegui|fui escolhid[oa])|"
     r"wenn|falls|würde\w*|wäre\w*|hätte\w*|könnte\w*|überleg\w*|vielleicht|irgendwann|"
     r"eines Tages|wollte\w*|"
     r"si (?:je|j'|on|tu|il|elle|nous)|s'il|j'ai failli|failli|je me demande|peut-être|"
@@ -90,41 +94,57 @@ _WEIGHED = regex.compile(
     # "if" with a past subjunctive: si vendiera, se vendessi, se vendesse
     r"si \w+(?:ara|iera)|se \w+(?:assi|essi|issi|asse|esse|isse)|"
     r"(?:vorr|potr|far|andr|sar|avr)ei|"
-    r"se eu|às vezes penso|talvez|pensei em|pensando em|um dia|quase)\b",
+    r"se eu|às vezes penso|talvez|pensei em|pensando em|um dia|quase(?!\s+\d))\b",
     _FLAGS)
 """A condition, a wish or a choice weighed: nothing it says has happened."""
 _LONG_AGO = regex.compile(
     r"\b(?:when I was|as a (?:kid|child|teen)|growing up|back (?:when|then)|"
     r"back in (?:the day|high school|college|school|uni|\d{4})|remember when|"
-    r"remember(?:ed)?|reminds me of|in high school|years ago|"
-    r"als ich (?:klein|jung|kind)|als Kind|damals|früher|vor \w+ Jahren|"
+    r"remember(?:ed)?|reminds me of|in high school|years ago|decades? ago|"
+    r"in my (?:early |mid |late )?(?:teens|twenties|thirties|forties|fifties|[2-5]0s)|"
+    r"als ich (?:klein|jung|kind)|als Kind|damals|früher|vor \w+ Jahr(?:en|zehnten)|"
+    r"vor einem Jahrzehnt|mit (?:zwanzig|dreißig|vierzig|[2-5]0)|"
     r"quand j'(?:étais|avais)|petite?,|(?:étant|quand j'étais) enfant|autrefois|"
-    r"à l'époque|l'époque où|il y a \w+ ans|"
+    r"à l'époque|l'époque où|il y a \w+ ans|il y a (?:une|\w+) décennies?|"
     r"de (?:pequeñ|niñ)[oa]|cuando (?:era|tenía|trabajaba|vivía|estudiaba)|"
-    r"me acord[ée] de|me acuerdo de|hace \w+ años|"
-    r"da (?:piccol|bambin)[oa]|quando ero|mi ricordo|\w+ anni fa|"
-    r"em criança|quando (?:eu )?era|lembro-me|de pequen[oa]|há \w+ anos)\b",
+    r"me acord[ée] de|me acuerdo de|hace \w+ años|hace (?:una|\w+) décadas?|"
+    r"da (?:piccol|bambin)[oa]|quando ero|mi ricordo|\w+ anni fa|\w+ decenni? fa|"
+    r"em criança|quando (?:eu )?era|lembro-me|de pequen[oa]|há \w+ anos|"
+    r"há (?:uma|\w+) décadas?|"
+    # "my first car was": what came first is past
+    r"(?:my|our) first \w+ (?:was|were)|mein\w* erst\w* \w+ (?:war|waren)|"
+    r"(?:mon|notre) premier \w+ (?:était|a été|c'était)|(?:ma|notre) première \w+ "
+    r"(?:était|a été)|mi primer\w* \w+ (?:fue|era)|(?:il mio|la mia) prim[oa] \w+ "
+    r"(?:era|è stat[oa]|fu)|(?:o )?meu primeiro \w+ (?:foi|era)|(?:a )?minha primeira \w+ "
+    r"(?:foi|era))\b",
     _FLAGS)
 """A memory of long ago, told in passing."""
-_SPANS = (r"(?:day|night|week|weekend|month|summer|semester|Tag|Nacht|Woche|Wochenende|Monat|"
-          r"jour|nuit|semaine|week-end|mois|día|noche|semana|mes|fin de semana|giorn|nott|"
+_SPANS = (r"(?:day|night|week|weekend|fortnight|month|summer|semester|Tag|Nacht|Woche|"
+          r"Wochenende|Monat|jour|nuit|semaine|week-end|mois|día|noche|semana|mes|"
+          r"fin de semana|giorn|nott|"
           r"settiman|dia|noite|mês|meses|fim de semana)\w*")
+_COUNT = (r"(?:the|a|an|one|two|three|four|a few|a couple of|un par de|um par de|un paio di|"
+          r"ein\w*|zwei|drei|vier|ein paar|un|une|deux|trois|quelques|una|dos|tres|unos|unas|"
+          r"due|tre|qualche|um|uma|dois|duas|três|\d+)")
+"""How many days or weeks: "a", "two", "ein paar", "quelques", "un paio di"."""
 _AWAY = regex.compile(
     r"\b(?:spending (?:a|the|two|three|some|christmas|easter|summer|\d+)|visiting|"
-    r"pet-?sitting|on (?:vacation|holiday)|for the weekend|staying (?:with|at)|"
+    r"pet-?sitting|on (?:vacation|holiday)|for the weekend|staying (?:with|at)|visited|"
+    r"toured|besichtigt|visité|visitamos|visitato|visitei|"
     r"zu Besuch|besuche|im Urlaub|"
     r"je passe (?:une|deux|trois|quelques|le|la|les)|en vacances|"
     r"de visita|de vacaciones|pasando (?:unos|una|el|la)|"
     r"in vacanza|in visita|de férias|"
+    # back from a stay of a set length: "got back from a week in Crete"
+    r"(?:back from|zurück (?:aus|von)|rentré\w* (?:de|d')|de vuelta de|volví de|"
+    rf"tornat[oa] da|rientrat[oa] da|voltei de|de volta de) {_COUNT} {_SPANS}|"
     r"temporarily|vorübergehend|temporairement|temporalmente|temporaneamente|"
     r"temporariamente)\b",
     _FLAGS)
-"""A stay away that ends: a visit, a holiday, looking after someone's pet."""
+"""A stay away that ends: a visit, a holiday, looking after someone's pet, a return from
+a week away (not from anything: "back from class")."""
 _STAY = regex.compile(
-    r"\b(?:for|für|pour|por|durante|per) (?:the|a|an|one|two|three|four|a few|a couple of|"
-    r"un par de|um par de|un paio di|"
-    r"ein\w*|zwei|drei|vier|ein paar|un|une|deux|trois|quelques|una|dos|tres|unos|unas|"
-    rf"due|tre|qualche|um|uma|dois|duas|três|\d+) {_SPANS}\b"
+    rf"\b(?:for|für|pour|por|durante|per) {_COUNT} {_SPANS}\b"
     rf"(?!\s+(?:a|an|per|each|every|pro|par|por|al|alla|a la|à|na) {_SPANS})(?<!\bbeen\b.*)"
     r"(?!.*\b(?:now|already)\b)", _FLAGS)
 """A stay of a set length, said in a statement's first clause ("at my in-laws in Phoenix for
@@ -148,9 +168,10 @@ _ANYMORE = regex.compile(r"\bany ?more\b", _FLAGS)
 """"Anymore" anywhere in a sentence that disowns: "I'm not the one who cooks anymore" is a
 change of the speaker's own."""
 _GOES_ON = regex.compile(
-    r"\b(?:still|staying|stays?|sticking|keeping|remain\w*|it is|"
+    r"\b(?:still|always|staying|stays?|sticking|keeping|remain\w*|it is|immer|siempre|sempre|"
     r"noch|weiterhin|nach wie vor|bleib\w*|toujours|encore|garde|reste|"
-    r"todavía|aún|me quedo|ancora|resto|rimango|ainda|fico|"
+    r"todavía|aún|(?:me|nos|se) qued(?:o|a|amos|an|é|ó|aron)|ancora|rest(?:o|a|iamo|ano)|"
+    r"riman\w+|rimango|ainda|fic(?:o|a|amos|am)|"
     # "to go on" in its persons: continuo a, je continue, sigo, sigue, continúa
     r"sig(?:o|ue|ues|uen)|seguimos|continu(?:o|a|e|es|as|am|an|ons|ent|iamo|amos|ano)|"
     r"contin[úu](?:o|a|as|an))\b",
@@ -167,14 +188,17 @@ _GROUNDED = regex.compile(r"\s*\((?:the (?:week|weekend) of )?[^()]*\d{4}\)")
 _ENDS = regex.compile(
     r"\b(?:without|no more|not any ?more|no longer|gone|sold|cancel+ed|quit|stopped|ended|"
     r"broke up|split up|passed away|died|put (?:[\w']+ ){0,4}?down|buried|lost|gave (?:\w+ )?up|"
-    r"refund\w*|the end of|called (?:it )?off|"
+    r"refund\w*|money back|the end of|called (?:it )?off|called it quits|divorc\w*|"
+    r"moved out|"
     r"ohne|nicht mehr|kein\w* mehr|verkauft|gekündigt|gestorben|vorbei|Schluss gemacht|"
-    r"\w*erstattet|"
+    r"\w*erstattet|getrennt|geschieden|ausgezogen|"
     r"sans|plus de|ne \w+ plus|vendu|annulé\w*|mort\w*|fini|rembours\w*|rompu|"
+    r"séparé\w*|"
     r"sin|ya no|vend[íi]\w*|cancel[ée]\w*|muri[óo]|se acabó|reembols\w*|devolvieron|"
-    r"lo dejamos|"
+    r"lo dejamos|nos separamos|separad[oa]s?|"
     r"senza|non più|vendut\w*|disdett\w*|mort\w*|finit\w*|rimbors\w*|ci siamo lasciati|"
-    r"sem|já não|vendi\w*|cancelei|morreu|acabou|terminamos)\b", _FLAGS)
+    r"separat[ioe]|"
+    r"sem|já não|vendi\w*|cancelei|morreu|acabou|terminamos|separad[oa]s?)\b", _FLAGS)
 """Words that end a state: a later mention of its names with one of them is a change."""
 _ASKS = regex.compile(
     r"^(?:¿|(?:what|whats|what's|how|why|where|when|which|who|can|could|is|are|do|does|did|"

@@ -22,6 +22,9 @@ The question names the fact, so no vocabulary of changes is needed:
   short stay away, and does not say the older one's state goes on ("still in Leith");
 - **different times**: said at least `GAP` apart.
 
+Among the hits that answer, those stating the asked person's present come first (before a
+relative's news, a wish, a memory of long ago that outranked them), each in rank order.
+
 A question about the past (`about_the_past`, or `as_of`) is not passed here: the old fact
 keeps its rank and is not marked.
 """
@@ -86,9 +89,9 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
         if i not in live and (successor in near or not guess and successor is not None and
                               asked.get(successor, 0.0) >= REACH):
             newer.setdefault(i, successor)
+    order = _answers_first(hits, near, query, others)
     if not newer:
-        return list(hits)
-    order = list(range(len(hits)))
+        return [hits[i] for i in order]
     for old, new in sorted(newer.items()):
         if order.index(new) > order.index(old):
             order.remove(new)
@@ -101,6 +104,28 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
             hit = replace(hit, current=False, text=hit.text + outdated_note(successor))
         out.append(hit)
     return out
+
+
+def _answers_first(hits: Sequence[MemoryHit], near: Collection[int], query: str,
+                   others: Collection[str]) -> list[int]:
+    """The hits' places with the answers among `near` put before those that say nothing of
+    the asked person's present (a wish, a memory of long ago, a stay away, news that is
+    someone else's), each in rank order, in the places the near hits held."""
+    asked = parties(query)
+
+    def off_answer(i: int) -> bool:
+        memory = hits[i].memory
+        read = stance(memory.text, others=others)
+        return _one_person(memory, others) and (
+            not read.present or read.disowns or
+            (not read.parties & asked if asked else bool(read.parties) and not read.any_own))
+
+    held = sorted(near)
+    placed = sorted(held, key=off_answer)
+    order = list(range(len(hits)))
+    for at, i in zip(held, placed):
+        order[at] = i
+    return order
 
 
 def outdated_note(successor: Memory) -> str:

@@ -59,9 +59,21 @@ def test_news_that_opens_on_someone_else_is_theirs(text):
     "user: si vendiera el coche me compraría una moto",
     "user: se mudasse para o Porto ia sentir falta dos amigos",
     "user: estuvimos a punto de mudarnos a Bilbao, al final no",
+    "user: didn't get the charge nurse job, they went with someone from outside",
+    "user: toured the Rutgers campus with my dad, the library is gorgeous",
+    "user: ho visitato la casa a Monza, troppo buia",
 ])
 def test_a_wish_a_weighed_choice_a_memory_a_stay_away_or_a_plan_is_not_the_present(text):
     assert not stance(text, others=ASSISTANT).present
+
+
+@pytest.mark.parametrize("text", [
+    "user: Gus passed away in november, he was almost 3, we got a guinea pig named Mochi",
+    "user: I haven't touched beef in 4 months, lentil burgers all the way",
+    "user: nearly every morning I swim at the lido now",
+])
+def test_an_amount_near_a_number_or_a_span_looked_back_over_is_still_the_present(text):
+    assert stance(text, others=ASSISTANT).present
 
 
 @pytest.mark.parametrize("text", [
@@ -75,6 +87,15 @@ def test_a_wish_a_weighed_choice_a_memory_a_stay_away_or_a_plan_is_not_the_prese
     "user: estoy en Sevilla por unos días, cosas del trabajo",
     "user: für zwei Monate in Zürich, Projekt beim Kunden",
     "user: sto da mia zia a Bari per un paio di settimane, poi torno a casa",
+    "user: a decade ago I drove a beat-up Civic everywhere",
+    "user: in my early twenties I was a line cook in Leeds",
+    "user: house-sitting in Galway for a fortnight, the cat hates me",
+    "user: hace una década vivía en Quito",
+    "user: my first car was a rusty Corsa, sold it for parts",
+    "user: meu primeiro carro foi um Fusca 78, que saudade",
+    "user: mon premier boulot était plongeur dans une brasserie",
+    "user: just got back from two weeks in Crete, the dog ignored me for a day",
+    "user: appena tornata da una settimana a Lecce, che caldo",
 ])
 def test_a_memory_of_long_ago_or_a_stay_that_ends_is_told_aside(text):
     read = stance(text, others=ASSISTANT)
@@ -87,6 +108,7 @@ def test_a_memory_of_long_ago_or_a_stay_that_ends_is_told_aside(text):
     "user: I go into the office for three days a week, the rest from home",
     "user: weaned off coffee, the headaches were awful for a week but I'm fine",
     "user: ich wohne seit drei Wochen in Zürich",
+    "user: just got back from pottery class, my hands are wrecked",
 ])
 def test_a_stay_that_has_lasted_or_a_rhythm_is_not_told_aside(text):
     read = stance(text, others=ASSISTANT)
@@ -103,6 +125,12 @@ def test_a_stay_that_has_lasted_or_a_rhythm_is_not_told_aside(text):
     "user: io e Marco ci siamo lasciati a marzo",
     "user: eu e o Rui terminamos no verão",
     "user: the vet bill was the end of the horse riding lessons",
+    "user: Jonas and I called it quits over the summer",
+    "user: the shop gave me my money back for the blender",
+    "user: Lena und ich haben uns getrennt, leider",
+    "user: Paul et moi, on s'est séparés en juin",
+    "user: Diego y yo nos separamos el año pasado",
+    "user: I moved out of the Elm Street flat on Sunday",
 ])
 def test_an_ending_is_read_in_each_language(text):
     assert stance(text, others=ASSISTANT).ends
@@ -142,7 +170,12 @@ def test_a_statement_that_opens_on_a_name_and_speaks_of_him_or_her(text, name):
     ("user: continuo na escola de Braga, agora com o 5.º ano", "escol"),
     ("user: ich arbeite weiterhin im Tierheim, samstags", "tierh"),
     ("user: ich wohne nach wie vor in Kassel", "kasse"),
-], ids=["sigo", "sigue", "je continue", "continuo a", "continuo", "weiterhin", "nach wie vor"])
+    ("user: al final nos quedamos en Triana, el alquiler era mejor", "trian"),
+    ("user: restiamo a Padova, il trasloco può aspettare", "padov"),
+    ("user: ficamos em Coimbra mais um ano", "coimb"),
+    ("user: the inhaler is always in my backpack, just in case", "inhal"),
+], ids=["sigo", "sigue", "je continue", "continuo a", "continuo", "weiterhin", "nach wie vor",
+        "nos quedamos", "restiamo", "ficamos", "always"])
 def test_going_on_is_read_in_each_language(text, word):
     """"Sigo", "je continue", "continuo a", "weiterhin": the state of the clause goes on."""
     assert word in stance(text, others=ASSISTANT).goes_on

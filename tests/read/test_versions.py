@@ -74,6 +74,25 @@ def test_a_relatives_fact_does_not_replace_ones_own(opened):
     assert all("may have changed" not in h.text for h in hits)
 
 
+@pytest.mark.parametrize("older,newer,question", [
+    ("We have a beagle named Waffles.",
+     "My mom adopted a second beagle, so she has two dogs now!", "What pets do I have?"),
+    ("Ich arbeite als Lehrerin an einer Grundschule in Leipzig.",
+     "Meine Schwester hat ihren Job bei der Bank gekündigt und wird Tischlerin.",
+     "Was ist mein Beruf?"),
+    ("Je suis infirmière à l'hôpital de Lille.",
+     "Mon mari a démissionné de sa banque pour ouvrir une boulangerie !",
+     "Quel est mon métier ?"),
+], ids=["en", "de", "fr"])
+def test_ones_own_present_answers_before_a_relatives_news(opened, older, newer, question):
+    """Among the hits that answer, what the asker says of their own present comes before a
+    relative's news that outranked it."""
+    mem = opened((older, "2024-01-10"), (newer, "2024-06-15"))
+    hits = list(mem.search(question, user_id="ana", k=2))
+    assert [h.memory.text for h in hits] == [older, newer]
+    assert all(h.current is None for h in hits)
+
+
 def test_a_question_about_the_past_keeps_the_old_fact_first_and_unmarked(opened):
     mem = opened(NURSE, CLINIC)
     for hits in (mem.search("Where did I work before?", user_id="ana", k=2),
@@ -94,6 +113,28 @@ def test_what_does_not_change_ones_fact_leaves_it_current(opened, newer):
     hits = list(mem.search("Where do I live?", user_id="ana", k=2))
     assert all(h.current is None for h in hits)
     assert all("may have changed" not in h.text for h in hits)
+
+
+@pytest.mark.parametrize("older,newer,question", [
+    ("Ho un gatto, Tobia, un certosino di quattro anni.",
+     "Sono appena tornata da una settimana in Puglia con due cani e un asino, Tobia mi "
+     "ignora.", "Che animali ho?"),
+    ("I live in Lisbon, in Alfama.", "Just got back from two weeks in Crete, Alfama feels so "
+     "quiet.", "Where do I live?"),
+    ("I'm at Portland Community College doing my gen eds.",
+     "Toured Oregon State with my mom, the dorms were nicer than I thought.",
+     "What school do I go to?"),
+    ("Vivimos en Gràcia, en un piso sin ascensor.",
+     "Uf, vaya mes. Estuvimos a punto de irnos a Girona, al final nos quedamos en Gràcia.",
+     "¿Dónde vivo?"),
+], ids=["back from a week", "back from two weeks", "a visit", "nos quedamos"])
+def test_a_return_a_visit_or_a_stay_leaves_the_older_fact_current(opened, older, newer,
+                                                                  question):
+    """Back from a week away, a campus toured, "nos quedamos": nothing changed."""
+    mem = opened((older, "2024-01-10"), (newer, "2024-06-15"))
+    hits = list(mem.search(question, user_id="ana", k=2))
+    assert len(hits) == 2
+    assert all(h.current is None for h in hits)
 
 
 @pytest.mark.parametrize("older,newer,question", [

@@ -43,6 +43,15 @@ def test_vague_or_anchored_times_stay_as_said(text):
     assert ground(text, SAID) == text
 
 
+@pytest.mark.parametrize("text", [
+    "haven't had a cigarette in 3 months", "not one drink in two weeks!",
+    "never felt this good in 10 years", "my first time in 2 years on a bike",
+])
+def test_a_span_looked_back_over_is_no_time_ahead(text):
+    """"Haven't smoked in 3 months" is three months up to now, not a date three months on."""
+    assert ground(text, SAID) == text
+
+
 def test_grounding_twice_changes_nothing_and_needs_a_date():
     once = ground("yesterday and last week", SAID)
     assert ground(once, SAID) == once
