@@ -252,7 +252,7 @@ class Searcher:
         memories up, the latest value first, a successor before what it superseded, the
         newest version of a fact before its older ones (`rmm_core.read.versions`), and
         for a question that gathers, new turns first (`docs/concepts.md`)."""
-        from .versions import newest_first
+        from .versions import answers_first, newest_first
 
         period = named_period(query, as_of or datetime.now(timezone.utc))
         if period is not None:
@@ -266,6 +266,9 @@ class Searcher:
                 steps.after("latest value first", head)
             head = arrange(head, query=query, current_first=now, as_of=as_of)
             steps.after("successor first", head)
+            head = answers_first(head, query, query_vec, rows, now=now and period is None,
+                                 others=self.config.fusion.assistant_speakers)
+            steps.after("answers first", head)
             # a named time asks about then, not now; with an LLM judge, what a new memory
             # changed was read when it was written (`stages.judge_changes`), not guessed here
             if now and period is None:

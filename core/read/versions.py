@@ -22,8 +22,9 @@ The question names the fact, so no vocabulary of changes is needed:
   short stay away, and does not say the older one's state goes on ("still in Leith");
 - **different times**: said at least `GAP` apart.
 
-Among the hits that answer, those stating the asked person's present come first (before a
-relative's news, a wish, a memory of long ago that outranked them), each in rank order.
+Before the versions are read, the hits that answer and state something of the person asked
+about come first (`answers_first`): a question put to the assistant, a relative's news, or,
+for the present, a wish or a memory of long ago does not outrank them.
 
 A question about the past (`about_the_past`, or `as_of`) is not passed here: the old fact
 keeps its rank and is not marked.
@@ -69,15 +70,9 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     `rows` maps a memory id to its unit vector rows; hits without rows are left alone;
     `others` names the speakers (the assistant) whose words say nothing of the asker;
     `guess` False keeps to the versions the bank recorded on write (an LLM judged them)."""
-    if not now or len(hits) < 2:
+    if not now or (answering := _answering(hits, query_vec, rows)) is None:
         return list(hits)
-    placed = [i for i, h in enumerate(hits) if len(rows.get(h.memory.id, ()))]
-    asked = dict(zip(placed, relevances(query_vec, [np.atleast_2d(rows[hits[i].memory.id])
-                                                    for i in placed]).tolist()))
-    top = max(asked.values(), default=0.0)
-    near = [i for i, s in asked.items() if s >= FLOOR and s >= top - MARGIN]
-    if not 1 <= len(near) <= MOST:
-        return list(hits)
+    asked, near = answering
     live = {i for i in asked if hits[i].memory.current and hits[i].current is not False}
     newer = _versions(hits, set(near), [i for i in asked if i in live and asked[i] >= REACH],
                       rows, query, others) if guess else {}
@@ -89,9 +84,9 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
         if i not in live and (successor in near or not guess and successor is not None and
                               asked.get(successor, 0.0) >= REACH):
             newer.setdefault(i, successor)
-    order = _answers_first(hits, near, query, others)
     if not newer:
-        return [hits[i] for i in order]
+        return list(hits)
+    order = list(range(len(hits)))
     for old, new in sorted(newer.items()):
         if order.index(new) > order.index(old):
             order.remove(new)
@@ -106,26 +101,46 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     return out
 
 
-def _answers_first(hits: Sequence[MemoryHit], near: Collection[int], query: str,
-                   others: Collection[str]) -> list[int]:
-    """The hits' places with the answers among `near` put before those that say nothing of
-    the asked person's present (a wish, a memory of long ago, a stay away, news that is
-    someone else's), each in rank order, in the places the near hits held."""
+def answers_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
+                  rows: Mapping[str, np.ndarray], *, now: bool = True,
+                  others: Collection[str] = ()) -> list[MemoryHit]:
+    """The hits with those answering the question (the hits near it, as `newest_first`
+    reads them) that state something of the person asked about put before those in which
+    the person says nothing of it: a question put to the assistant, someone else's news
+    and, when the question asks about the present (`now`), a wish or a memory of long ago;
+    each in rank order, in the places the answering hits held. The assistant's own words
+    ("your sprint ends on the 29th") are left where they rank."""
+    if (answering := _answering(hits, query_vec, rows)) is None:
+        return list(hits)
     asked = parties(query)
 
     def off_answer(i: int) -> bool:
         memory = hits[i].memory
         read = stance(memory.text, others=others)
-        return _one_person(memory, others) and (
-            not read.present or read.disowns or
-            (not read.parties & asked if asked else bool(read.parties) and not read.any_own))
+        return len(_people(memory, others)) == 1 and (
+            now and not read.present or read.disowns or
+            (not read.parties & asked if asked else not read.any_own))
 
-    held = sorted(near)
-    placed = sorted(held, key=off_answer)
+    held = sorted(answering[1])
     order = list(range(len(hits)))
-    for at, i in zip(held, placed):
+    for at, i in zip(held, sorted(held, key=off_answer)):
         order[at] = i
-    return order
+    return [hits[i] for i in order]
+
+
+def _answering(hits: Sequence[MemoryHit], query_vec: np.ndarray,
+               rows: Mapping[str, np.ndarray]) -> tuple[dict[int, float], list[int]] | None:
+    """Each placed hit's closeness to the query, by place, and the places of those that
+    answer it (within `MARGIN` of the best, above `FLOOR`); None when fewer than two hits,
+    or no answer or more than `MOST` of them."""
+    if len(hits) < 2:
+        return None
+    placed = [i for i, h in enumerate(hits) if len(rows.get(h.memory.id, ()))]
+    asked = dict(zip(placed, relevances(query_vec, [np.atleast_2d(rows[hits[i].memory.id])
+                                                    for i in placed]).tolist()))
+    top = max(asked.values(), default=0.0)
+    near = [i for i, s in asked.items() if s >= FLOOR and s >= top - MARGIN]
+    return (asked, near) if 1 <= len(near) <= MOST else None
 
 
 def outdated_note(successor: Memory) -> str:
@@ -194,8 +209,13 @@ def _closeness(vectors: Sequence[np.ndarray]) -> np.ndarray:
 def _one_person(memory: Memory, others: Collection[str]) -> bool:
     """Whether one person (and the assistant) said the memory: in talk between people, whose
     fact "I" or "my sister" states changes from line to line, and is not read here."""
+    return len(_people(memory, others)) <= 1
+
+
+def _people(memory: Memory, others: Collection[str]) -> set[str]:
+    """The memory's speakers other than `others` (the assistant)."""
     skip = {s.casefold() for s in others}
-    return len({s for s in memory.speakers if s.casefold() not in skip}) <= 1
+    return {s for s in memory.speakers if s.casefold() not in skip}
 
 
 def _shared(old: Memory, new: Memory) -> bool:

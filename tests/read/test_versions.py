@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from rmm_core import ReflectiveMemory
-from rmm_core.read.versions import newest_first
-from rmm_core.types import MemoryHit
+from rmm_core.read.versions import answers_first, newest_first
+from rmm_core.types import Memory, MemoryHit
 
 NURSE = ("I work as a nurse at the city hospital.", "2024-01-10")
 CLINIC = ("Work at the clinic is calmer than the city hospital, I love being a nurse at the "
@@ -64,6 +64,27 @@ def test_the_old_fact_said_first_is_moved_below(opened, embedder):
     assert moved[1].current is False
     kept = newest_first([old, new], "Where do I work?", vectors[2], rows, now=False)
     assert kept == [old, new]
+
+
+def test_answers_that_state_the_askers_own_come_first_now_and_then():
+    """A question put to the assistant or a wish outranking the asker's own statement, all
+    equally near the question: the statement comes first; for a question about then
+    (`now=False`) a wish is left where it ranks, the question to the assistant is not."""
+    said = ["user: what's a good name for a fantasy team?\nassistant: Victorious Secret.",
+            "user: if the rent goes up we might move to Porto",
+            "user: I live in Lisbon, in Alfama"]
+    hits = [MemoryHit(Memory(str(n), "ana", text, str(n), [f"t{n}"],
+                             speakers=["user", "assistant"]), 1.0, text, n)
+            for n, text in enumerate(said)]
+    query_vec = np.eye(4, dtype=np.float32)[0]
+    rows = {h.memory.id: query_vec[None, :] for h in hits}
+
+    def order(now: bool) -> list[str]:
+        return [h.memory.id for h in answers_first(hits, "Where do I live?", query_vec, rows,
+                                                   now=now, others=["assistant"])]
+
+    assert order(now=True) == ["2", "0", "1"]
+    assert order(now=False) == ["1", "2", "0"]
 
 
 def test_a_relatives_fact_does_not_replace_ones_own(opened):
