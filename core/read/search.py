@@ -250,8 +250,9 @@ class Searcher:
                   rows: Mapping[str, np.ndarray]) -> list[MemoryHit]:
         """The reranked window in the order the read steps leave it: a named time's
         memories up, the latest value first, a successor before what it superseded, the
-        newest version of a fact before its older ones (`rmm_core.read.versions`), and
-        for a question that gathers, new turns first (`docs/concepts.md`)."""
+        asker's own answers before others' news, the newest version of a fact before its
+        older ones (`rmm_core.read.versions`), and for a question that gathers, new turns
+        first (`docs/concepts.md`)."""
         from .versions import answers_first, newest_first
 
         period = named_period(query, as_of or datetime.now(timezone.utc))

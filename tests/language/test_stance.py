@@ -60,6 +60,7 @@ def test_news_that_opens_on_someone_else_is_theirs(text):
     "user: se mudasse para o Porto ia sentir falta dos amigos",
     "user: estuvimos a punto de mudarnos a Bilbao, al final no",
     "user: didn't get the charge nurse job, they went with someone from outside",
+    "user: honestly I'd rather be a park ranger some days, less email",
     "user: toured the Rutgers campus with my dad, the library is gorgeous",
     "user: ho visitato la casa a Monza, troppo buia",
 ])
@@ -71,6 +72,8 @@ def test_a_wish_a_weighed_choice_a_memory_a_stay_away_or_a_plan_is_not_the_prese
     "user: Gus passed away in november, he was almost 3, we got a guinea pig named Mochi",
     "user: I haven't touched beef in 4 months, lentil burgers all the way",
     "user: nearly every morning I swim at the lido now",
+    "user: you'd be amazed how calm I am since I quit coffee",
+    "user: never thought I'd be a morning person but the 6am swims stuck",
 ])
 def test_an_amount_near_a_number_or_a_span_looked_back_over_is_still_the_present(text):
     assert stance(text, others=ASSISTANT).present
