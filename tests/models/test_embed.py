@@ -43,12 +43,12 @@ def test_runtimes_match_the_float_model(runtime, reference):
 
 
 def test_openvino_short_texts_alone_match_the_dynamic_run():
-    """A text of up to SHORT_TOKENS word pieces runs alone on a request compiled for that
-    length, padded and masked; batched with a long text it runs at the batch's shape."""
+    """A text of up to each of SHORT_TOKENS word pieces runs alone on a request compiled for
+    that length, padded and masked; batched with a long text it runs at the batch's shape."""
     embedder = OpenVinoMiniLMEmbedder()
     # n words of "word" are n + 2 word pieces with [CLS] and [SEP]
-    texts = [" ".join(["word"] * n) for n in (1, SHORT_TOKENS - 3, SHORT_TOKENS - 2,
-                                              SHORT_TOKENS - 1)]
+    texts = [" ".join(["word"] * n) for n in
+             (1, *(m for short in SHORT_TOKENS for m in (short - 3, short - 2, short - 1)))]
     alone = np.stack([embedder.embed([t])[0] for t in texts])
     batch = embedder.embed([*texts, TEXTS[-1]])[:len(texts)]
     assert (alone * batch).sum(axis=1).min() > 0.99999
