@@ -35,9 +35,11 @@ _PATTERN = regex.compile(
     r"|(?<!\bthe )(?P<rel>last|next|this) (?P<what>" + "|".join(WEEKDAYS)
     + r"|week|weekend|month|year|" + "|".join(SEASONS) + r")"
     r"|" + _COUNT + r" " + _UNIT + r" (?P<ago>ago|from now)"
-    # "in 3 weeks" lies ahead, not after a negation or a first time: "haven't smoked in 3
-    # weeks", "first run in two years" look back over them
-    r"|(?<!(?:n't|\bnot|\bnever|\bno)\b[^.!?,;:]{0,40}|\bfirst time )in "
+    # "in 3 weeks" lies ahead ("won't be ready in 3 weeks" too), not after a perfect's
+    # negation or a first time: "haven't smoked in 3 weeks", "not one drink in a month",
+    # "first run in two years" look back over them
+    r"|(?<!(?:\bha(?:ve|s|d)n't|\bha(?:ve|s|d) not|\bnever|\bnot (?:a|one|once|a single)|"
+    r"\bno)\b[^.!?,;:]{0,40}|\bfirst time )in "
     + _COUNT.replace("?P<n>", "?P<n2>") + r" (?P<unit2>day|week|month|year)s?"
     r")\b(?! *\()",
     regex.IGNORECASE)

@@ -26,6 +26,7 @@ SAID = datetime(2023, 5, 8, 13, 56)  # a Monday
     ("two weeks ago I painted", "two weeks ago (24 April 2023)"),
     ("3 days ago", "3 days ago (5 May 2023)"),
     ("I fly in 2 weeks", "in 2 weeks (22 May 2023)"),
+    ("we won't be ready in 2 weeks", "in 2 weeks (22 May 2023)"),
     ("last month", "last month (April 2023)"),
     ("next month", "next month (June 2023)"),
     ("last year", "last year (2022)"),
