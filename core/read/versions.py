@@ -39,7 +39,7 @@ from datetime import timedelta
 import numpy as np
 
 from ..language.dates import format_date
-from ..language.stance import STEM, Stance, addressed, parties, stance, theirs
+from ..language.stance import STEM, Stance, parties, stance, theirs
 from ..language.tokens import terms
 from ..types import Memory, MemoryHit, as_utc
 from .score import relevances
@@ -109,9 +109,8 @@ def answers_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     the person says nothing of it: a question put to the assistant, someone else's news
     and, when the question asks about the present (`now`), a wish or a memory of long ago;
     each in rank order, in the places the answering hits held. The assistant's own words
-    ("your sprint ends on the 29th"), and every hit of a question put to the assistant
-    ("what did you recommend?"), are left where they rank."""
-    if addressed(query) or (answering := _answering(hits, query_vec, rows)) is None:
+    ("your sprint ends on the 29th") are left where they rank."""
+    if (answering := _answering(hits, query_vec, rows)) is None:
         return list(hits)
     asked = parties(query)
 

@@ -60,7 +60,6 @@ def test_news_that_opens_on_someone_else_is_theirs(text):
     "user: se mudasse para o Porto ia sentir falta dos amigos",
     "user: estuvimos a punto de mudarnos a Bilbao, al final no",
     "user: didn't get the charge nurse job, they went with someone from outside",
-    "user: honestly I'd rather be a park ranger some days, less email",
     "user: toured the Rutgers campus with my dad, the library is gorgeous",
     "user: ho visitato la casa a Monza, troppo buia",
 ])

@@ -85,9 +85,6 @@ def test_answers_that_state_the_askers_own_come_first_now_and_then():
 
     assert order(now=True) == ["2", "0", "1"]
     assert order(now=False) == ["1", "2", "0"]
-    asked_back = answers_first(hits, "What name did you suggest for my team?", query_vec,
-                               rows, others=["assistant"])
-    assert asked_back == hits  # a question put to the assistant asks about its words too
 
 
 def test_a_relatives_fact_does_not_replace_ones_own(opened):
