@@ -253,7 +253,7 @@ class Searcher:
         asker's own answers before others' news, the newest version of a fact before its
         older ones (`rmm_core.read.versions`), and for a question that gathers, new turns
         first (`docs/concepts.md`)."""
-        from .versions import answers_first, newest_first
+        from .versions import answers_first, closeness, newest_first
 
         period = named_period(query, as_of or datetime.now(timezone.utc))
         if period is not None:
@@ -267,7 +267,8 @@ class Searcher:
                 steps.after("latest value first", head)
             head = arrange(head, query=query, current_first=now, as_of=as_of)
             steps.after("successor first", head)
-            head = answers_first(head, query, query_vec, rows, now=now and period is None,
+            close = closeness(head, query_vec, rows)
+            head = answers_first(head, query, close, now=now and period is None,
                                  others=self.config.fusion.assistant_speakers)
             steps.after("answers first", head)
             # a named time asks about then, not now; with an LLM judge, what a new memory
@@ -275,7 +276,7 @@ class Searcher:
             if now and period is None:
                 head = newest_first(head, query, query_vec, rows,
                                     others=self.config.fusion.assistant_speakers,
-                                    guess=not self.config.stages.judge_changes)
+                                    guess=not self.config.stages.judge_changes, close=close)
                 steps.after("newest version first", head)
         return head
 

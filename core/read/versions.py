@@ -64,13 +64,19 @@ GAP = timedelta(days=1)
 
 def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
                  rows: Mapping[str, np.ndarray], *, now: bool = True,
-                 others: Collection[str] = (), guess: bool = True) -> list[MemoryHit]:
+                 others: Collection[str] = (), guess: bool = True,
+                 close: Mapping[str, float] | None = None) -> list[MemoryHit]:
     """The hits with each newest version of a fact right before its highest older version,
     the older ones marked `current=False` and noted (`now` False: the hits as they are).
     `rows` maps a memory id to its unit vector rows; hits without rows are left alone;
     `others` names the speakers (the assistant) whose words say nothing of the asker;
-    `guess` False keeps to the versions the bank recorded on write (an LLM judged them)."""
-    if not now or (answering := _answering(hits, query_vec, rows)) is None:
+    `guess` False keeps to the versions the bank recorded on write (an LLM judged them);
+    `close`: the hits' `closeness` to the query, when a caller has it already."""
+    if not now:
+        return list(hits)
+    if close is None:
+        close = closeness(hits, query_vec, rows)
+    if (answering := _answering(hits, close)) is None:
         return list(hits)
     asked, near = answering
     live = {i for i in asked if hits[i].memory.current and hits[i].current is not False}
@@ -101,16 +107,16 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     return out
 
 
-def answers_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
-                  rows: Mapping[str, np.ndarray], *, now: bool = True,
-                  others: Collection[str] = ()) -> list[MemoryHit]:
+def answers_first(hits: Sequence[MemoryHit], query: str, close: Mapping[str, float], *,
+                  now: bool = True, others: Collection[str] = ()) -> list[MemoryHit]:
     """The hits with those answering the question (the hits near it, as `newest_first`
     reads them) that state something of the person asked about put before those in which
     the person says nothing of it: a question put to the assistant, someone else's news
     and, when the question asks about the present (`now`), a wish or a memory of long ago;
-    each in rank order, in the places the answering hits held. The assistant's own words
-    ("your sprint ends on the 29th") are left where they rank."""
-    if (answering := _answering(hits, query_vec, rows)) is None:
+    each in rank order, in the places the answering hits held (`close`: the hits'
+    `closeness` to the query). The assistant's own words ("your sprint ends on the 29th")
+    are left where they rank."""
+    if (answering := _answering(hits, close)) is None:
         return list(hits)
     asked = parties(query)
 
@@ -128,16 +134,23 @@ def answers_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     return [hits[i] for i in order]
 
 
-def _answering(hits: Sequence[MemoryHit], query_vec: np.ndarray,
-               rows: Mapping[str, np.ndarray]) -> tuple[dict[int, float], list[int]] | None:
+def closeness(hits: Sequence[MemoryHit], query_vec: np.ndarray,
+              rows: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """Each hit's best cosine to the query (`relevances`), by memory id; hits without rows
+    are left out. Computed once, it serves `answers_first` and `newest_first` alike."""
+    placed = [h.memory.id for h in hits if len(rows.get(h.memory.id, ()))]
+    return dict(zip(placed, relevances(query_vec, [np.atleast_2d(rows[i])
+                                                   for i in placed]).tolist()))
+
+
+def _answering(hits: Sequence[MemoryHit], close: Mapping[str, float]
+               ) -> tuple[dict[int, float], list[int]] | None:
     """Each placed hit's closeness to the query, by place, and the places of those that
     answer it (within `MARGIN` of the best, above `FLOOR`); None when fewer than two hits,
     or no answer or more than `MOST` of them."""
     if len(hits) < 2:
         return None
-    placed = [i for i, h in enumerate(hits) if len(rows.get(h.memory.id, ()))]
-    asked = dict(zip(placed, relevances(query_vec, [np.atleast_2d(rows[hits[i].memory.id])
-                                                    for i in placed]).tolist()))
+    asked = {i: close[h.memory.id] for i, h in enumerate(hits) if h.memory.id in close}
     top = max(asked.values(), default=0.0)
     near = [i for i, s in asked.items() if s >= FLOOR and s >= top - MARGIN]
     return (asked, near) if 1 <= len(near) <= MOST else None

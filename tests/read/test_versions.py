@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rmm_core import ReflectiveMemory
-from rmm_core.read.versions import answers_first, newest_first
+from rmm_core.read.versions import answers_first, closeness, newest_first
 from rmm_core.types import Memory, MemoryHit
 
 NURSE = ("I work as a nurse at the city hospital.", "2024-01-10")
@@ -80,8 +80,9 @@ def test_answers_that_state_the_askers_own_come_first_now_and_then():
     rows = {h.memory.id: query_vec[None, :] for h in hits}
 
     def order(now: bool) -> list[str]:
-        return [h.memory.id for h in answers_first(hits, "Where do I live?", query_vec, rows,
-                                                   now=now, others=["assistant"])]
+        close = closeness(hits, query_vec, rows)
+        return [h.memory.id for h in answers_first(hits, "Where do I live?", close, now=now,
+                                                   others=["assistant"])]
 
     assert order(now=True) == ["2", "0", "1"]
     assert order(now=False) == ["1", "2", "0"]
