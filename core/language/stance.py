@@ -81,8 +81,9 @@ _WEIGHED = regex.compile(
     r"always|half|twice|a (?:year|month|week|day)|one|two|three|four|five|six|seven|eight|"
     r"nine|ten|twenty|thirty|forty|fifty|a hundred))|maybe|someday|one day|"
     r"daydream\w*|wish|decided against|passed on|turned (?:it |them )?down|talked me out|"
-    r"said no|didn't get|did not get|(?:turned|shot) me down|rejected me|got rejected|"
-    r"nicht bekommen|pas (?:été )?(?:eu|pris|retenue?)|no me (?:dieron|cogieron|eligieron)|"
+    r"said no|didn't get|did not get|never got|(?:turned|shot) me down|rejected me|"
+    r"got rejected|nicht bekommen|pas (?:été )?(?:eu|prise?|retenue?)|"
+    r"no me (?:dieron|cogieron|eligieron)|"
     r"non (?:mi hanno preso|ho avuto|l'ho avuto)|não (?:consegui|fui escolhid[oa])|"
     r"wenn|falls|würde\w*|wäre\w*|hätte\w*|könnte\w*|überleg\w*|vielleicht|irgendwann|"
     r"eines Tages|wollte\w*|"
@@ -112,7 +113,7 @@ _LONG_AGO = regex.compile(
     r"em criança|quando (?:eu )?era|lembro-me|de pequen[oa]|há \w+ anos|"
     r"há (?:uma|\w+) décadas?|"
     # "my first car was": what came first is past
-    r"(?:my|our) first \w+ (?:was|were)|mein\w* erst\w* \w+ (?:war|waren)|"
+    r"(?:my|our) (?:very )?first \w+ (?:was|were)|mein\w* erst\w* \w+ (?:war|waren)|"
     r"(?:mon|notre) premier \w+ (?:était|a été|c'était)|(?:ma|notre) première \w+ "
     r"(?:était|a été)|mi primer\w* \w+ (?:fue|era)|(?:il mio|la mia) prim[oa] \w+ "
     r"(?:era|è stat[oa]|fu)|(?:o )?meu primeiro \w+ (?:foi|era)|(?:a )?minha primeira \w+ "
@@ -123,10 +124,12 @@ _SPANS = (r"(?:day|night|week|weekend|fortnight|month|summer|semester|Tag|Nacht|
           r"Wochenende|Monat|jour|nuit|semaine|week-end|mois|día|noche|semana|mes|"
           r"fin de semana|giorn|nott|"
           r"settiman|dia|noite|mês|meses|fim de semana)\w*")
-_COUNT = (r"(?:the|a|an|one|two|three|four|a few|a couple of|un par de|um par de|un paio di|"
-          r"ein\w*|zwei|drei|vier|ein paar|un|une|deux|trois|quelques|una|dos|tres|unos|unas|"
-          r"due|tre|qualche|um|uma|dois|duas|três|\d+)")
-"""How many days or weeks: "a", "two", "ein paar", "quelques", "un paio di"."""
+_COUNT = (r"(?:the|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of|"
+          r"un par de|um par de|un paio di|ein\w*|zwei|drei|vier|fünf|zehn|ein paar|un|une|"
+          r"deux|trois|quatre|cinq|dix|quelques|una|dos|tres|cuatro|cinco|diez|unos|unas|"
+          r"due|tre|quattro|cinque|dieci|qualche|um|uma|dois|duas|três|quatro|dez|\d+)"
+          r"(?: (?:long|short|quick))?")
+"""How many days or weeks: "a", "ten", "ein paar", "quelques", "un paio di", "a long"."""
 _AWAY = regex.compile(
     r"\b(?:spending (?:a|the|two|three|some|christmas|easter|summer|\d+)|visiting|"
     r"pet-?sitting|on (?:vacation|holiday)|for the weekend|staying (?:with|at)|visited|"

@@ -62,6 +62,8 @@ def test_news_that_opens_on_someone_else_is_theirs(text):
     "user: didn't get the charge nurse job, they went with someone from outside",
     "user: toured the Rutgers campus with my dad, the library is gorgeous",
     "user: ho visitato la casa a Monza, troppo buia",
+    "user: I never got the job at Stripe, they ghosted me",
+    "user: je n'ai pas été prise pour le poste à Lyon",
 ])
 def test_a_wish_a_weighed_choice_a_memory_a_stay_away_or_a_plan_is_not_the_present(text):
     assert not stance(text, others=ASSISTANT).present
@@ -98,6 +100,9 @@ def test_an_amount_near_a_number_or_a_span_looked_back_over_is_still_the_present
     "user: mon premier boulot était plongeur dans une brasserie",
     "user: just got back from two weeks in Crete, the dog ignored me for a day",
     "user: appena tornata da una settimana a Lecce, che caldo",
+    "user: just back from a long weekend in Bruges",
+    "user: back from ten days in Lisbon, jet lag is brutal",
+    "user: my very first job was paper rounds",
 ])
 def test_a_memory_of_long_ago_or_a_stay_that_ends_is_told_aside(text):
     read = stance(text, others=ASSISTANT)
