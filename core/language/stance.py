@@ -63,11 +63,14 @@ _OPENER = (r"^(?:(?:so|ok|okay|well|also|btw|update|lol|ugh|omg|and|but|oh|hey|p
            r"sadly|anyway|fun fact|guess what|und|alors|bon|du coup|bueno|pues|oye|allora|"
            r"comunque|ent[ãa]o|bem)[\s,:!.]+)*")
 """Words a chat message opens with before its subject."""
+_PRONOUNS = ("he", "she", "er", "sie", "il", "elle", "ils", "elles", "él", "ella", "ellos",
+             "ellas", "lui", "lei", "loro", "ele", "ela", "eles", "elas")
+"""Whom a sentence may open on without naming them: someone other than the speaker, but
+not said who ("Er ist jung" of the new head of department)."""
 _THIRD = regex.compile(
     _OPENER + rf"(?:(?:{_OWNER}|{_ARTICLE})\s+(?:[\w'-]+\s+){{0,2}}?(?P<role>{_ROLE})\b"
     r"(?!\s+and\s+I\b)|"
-    r"(?P<role>he|she|er|sie|il|elle|ils|elles|él|ella|ellos|ellas|lui|lei|loro|ele|"
-    r"ela|eles|elas)\b(?!\s+(?:mi[oae]|miei|su[oae]|suoi|nostr[oaie])\b))",
+    rf"(?P<role>{'|'.join(_PRONOUNS)})\b(?!\s+(?:mi[oae]|miei|su[oae]|suoi|nostr[oaie])\b))",
     _FLAGS)
 """A sentence that opens on someone other than the speaker: "my sister moved", "he quit".
 A name alone is not read as one: a sentence's first word is capitalised whatever it is."""
@@ -255,6 +258,9 @@ class Stance:
     any_own: bool = False
     """Some statement opens on the speaker ("my mom fell for Winnie, she lives with her now.
     down to 2 cats"): news of the speaker's own, wherever in it."""
+    states: bool = False
+    """It states something: a memory in which the person only asks ("how long is the
+    train to Prague?") tells no fact of anyone."""
 
 
 def stance(text: str, *, others: Collection[str] = ()) -> Stance:
@@ -277,8 +283,12 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
                 present, aside = False, True
             if own is None and (_says(_WEIGHED, sentence) or _ahead(sentence)):
                 present = False  # how the first sentences put it: "what if", "next week"
-            if _ASKS.search(sentence):
-                continue
+            if _ASKS.search(sentence):  # a request may go on to state of someone: "can
+                rest = _PARTS.split(sentence, 1)[1:]  # you update it, I got a new number"
+                if not rest or _ASKS.search(rest[0]) or not (
+                        _ME.search(rest[0]) or _party(rest[0])):
+                    continue
+                sentence = rest[0]
             # "isn't mine" tells someone else's news; "not mine anymore", a change
             disowns = disowns or _says(_DISOWNS, sentence) and not (
                 _says(_ENDS, sentence) or _ANYMORE.search(sentence))
@@ -288,7 +298,7 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
             if own is None:  # the first statement says whose news it is
                 own = party is None or bool(_WE.search(text))
             any_own = any_own or party is None or bool(_WE.search(sentence))
-            if party is not None:
+            if party is not None and party not in _UNNAMED:
                 parties.add(party)
             for clause in _PARTS.split(sentence):
                 stems = {w[:STEM] for w in terms(clause)}
@@ -298,7 +308,7 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
                                  if not _I.match(n)) for pattern in (_NAME, _CAPITAL))
     return Stance(frozenset(parties), bool(own), present, frozenset(goes_on), names,
                   capitals, _says(_ENDS, said), opens_on, frozenset(other), disowns, aside,
-                  any_own)
+                  any_own, own is not None)
 
 
 def theirs(new: Stance, old: Stance) -> bool:
@@ -338,6 +348,9 @@ def lemma(role: str) -> str:
         if len(role) > 3 and role[-1] in end:
             role = role[:-1]
     return role
+
+
+_UNNAMED = frozenset(map(lemma, _PRONOUNS))
 
 
 _ME = regex.compile(

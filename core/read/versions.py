@@ -83,12 +83,14 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     newer = _versions(hits, set(near), [i for i in asked if i in live and asked[i] >= REACH],
                       rows, query, others) if guess else {}
     place = {h.memory.id: i for i, h in enumerate(hits)}
-    # an answer the bank knows changed: its successor first when it answers too, or, when
-    # an LLM judged the change on write (no `guess`), when it is within reach of the query
+    # an answer the bank knows changed: its successor first when it answers too, or is
+    # within reach of the query and, unless an LLM judged the change on write (no
+    # `guess`), as close to the answer as versions are (the write rules may mark a memory
+    # of several facts whole)
     for i in near:
         successor = place.get(hits[i].memory.superseded_by)
-        if i not in live and (successor in near or not guess and successor is not None and
-                              asked.get(successor, 0.0) >= REACH):
+        if i not in live and successor is not None and (successor in near or asked.get(
+                successor, 0.0) >= REACH and (not guess or _pair(hits, rows, i, successor))):
             newer.setdefault(i, successor)
     if not newer:
         return list(hits)
@@ -209,6 +211,12 @@ def _goes_on_about(new: Stance, old: Stance) -> bool:
     return bool(new.capitals & old.names) and new.names <= old.names and not new.ends
 
 
+def _pair(hits: Sequence[MemoryHit], rows: Mapping[str, np.ndarray], a: int, b: int) -> bool:
+    """Whether two hits' best-matching rows are `PAIR` close."""
+    first, second = (np.atleast_2d(rows[hits[i].memory.id]) for i in (a, b))
+    return float(np.einsum("ij,kj->ik", first, second).max()) >= PAIR
+
+
 def _closeness(vectors: Sequence[np.ndarray]) -> np.ndarray:
     """The best cosine between each two hits' rows (a square matrix, by place)."""
     starts = np.cumsum([0, *(len(v) for v in vectors[:-1])])
@@ -237,8 +245,11 @@ def _shared(old: Memory, new: Memory) -> bool:
 
 
 def _about(read: Stance, asked: frozenset[str]) -> bool:
-    """Whether a hit speaks of whom the question asks about (none named: the asker); of
-    someone named, the speaker's own words count ("we pulled Ava out of Lincoln")."""
+    """Whether a hit states something of whom the question asks about (none named: the
+    asker); of someone named, the speaker's own words count ("we pulled Ava out of
+    Lincoln")."""
+    if not read.states:
+        return False
     return bool(read.parties & asked) or not read.parties if asked else read.own
 
 

@@ -239,3 +239,38 @@ def test_news_the_speaker_disowns_is_someone_elses(text):
 ])
 def test_a_thing_that_is_no_longer_ones_own_is_a_change_not_someone_elses_news(text):
     assert not stance(text, others=ASSISTANT).disowns
+
+
+@pytest.mark.parametrize("text", [
+    "user: could you change my address on file, we moved to a bigger place in Leiden",
+    "user: kannst du meine Nummer ändern, ich bin jetzt bei einem anderen Anbieter",
+    "user: peux-tu noter ma nouvelle adresse, j'ai déménagé à Tours",
+    "user: can you help me plan meals, my doctor put me on a low-sodium diet",
+])
+def test_a_request_that_goes_on_to_state_ones_news_states_it(text):
+    read = stance(text, others=ASSISTANT)
+    assert read.states
+    assert read.own
+
+
+@pytest.mark.parametrize("text", [
+    "user: what's a fun movie for tonight, something light",
+    "user: can you recommend a podcast, preferably about history?",
+    "user: wie lange fährt man mit dem Zug von Köln nach Paris?",
+    "user: ¿qué le regalo a un niño de 10 años, algo de ciencia?",
+])
+def test_a_request_alone_states_nothing(text):
+    read = stance(text, others=ASSISTANT)
+    assert not read.states
+    assert not read.own
+
+
+@pytest.mark.parametrize("text,party", [
+    ("user: Le chef a changé en mars. Il est jeune et très direct", {"chef"}),
+    ("user: Herr Braun ist in Rente. Er war zwanzig Jahre hier", set()),
+    ("user: we have a new landlord. She answers within a day", set()),
+])
+def test_a_pronoun_names_no_party(text, party):
+    """Whom "il", "er" or "she" stands for is not said: no party beside the roles named."""
+    assert stance(text, others=ASSISTANT).parties == party
+    assert not stance("user: she got the job!", others=ASSISTANT).own

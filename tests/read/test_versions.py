@@ -289,3 +289,47 @@ def test_the_quickstarts_cat_stays_current_beside_a_later_mention(tmp_path, embe
     adopted = [h for h in hits if "adopted a cat" in h.text]
     assert adopted
     assert adopted[0].current is not False
+
+
+@pytest.mark.parametrize("question,old,asked,new", [
+    ("Wer ist mein Chef?", "Mein Chef heißt Herr Becker, er ist sehr ruhig und geduldig",
+     "wie lange fährt man mit dem Zug von Hamburg nach Kopenhagen?",
+     "Herr Becker ist zu einer anderen Firma gewechselt, jetzt leitet Frau Özdemir die "
+     "Abteilung. Sie ist sehr direkt"),
+    ("Qui est mon chef ?", "Mon chef s'appelle Marc Dubois, il est plutôt cool",
+     "combien de temps faut-il pour aller de Lyon à Genève en train ?",
+     "Marc est parti à la retraite, c'est Nadia Benali qui dirige le service maintenant. "
+     "Elle est très exigeante"),
+], ids=["de", "fr"])
+def test_a_question_asked_in_between_replaces_no_role(opened, question, old, asked, new):
+    """A question states nothing of anyone: it is no version of "my boss", whatever its
+    nearness; the change that names the new boss and then says "she" is one."""
+    mem = opened((old, "2024-01-10"), (asked, "2024-03-02"), (new, "2024-07-15"))
+    hits = list(mem.search(question, user_id="ana", k=3))
+    assert hits[0].memory.text == new
+    assert hits[1].memory.text == old
+    assert hits[1].current is False
+    assert "→ " + new.split()[0] in hits[1].text
+
+
+def test_a_request_that_states_the_change_replaces_the_old_fact(opened):
+    mem = opened(("my email is sam.k@outlook.com", "2024-01-10"),
+                 ("how long do I boil an egg for a runny yolk?", "2024-03-02"),
+                 ("could you update my email, I switched everything over to "
+                  "sam.kowalski@proton.me", "2024-07-15"))
+    hits = list(mem.search("What is my email address?", user_id="ana", k=2))
+    assert hits[0].memory.text.startswith("could you update my email")
+    assert hits[1].current is False
+
+
+def test_a_change_the_rules_recorded_comes_first_when_within_reach(opened):
+    """The write rules marked the lease replaced; its successor, worded far from the
+    question, still comes before it."""
+    mem = opened(("I lease a 2021 Mazda 3 hatchback", "2024-01-10"),
+                 ("what's the best way to keep basil fresh?", "2024-03-02"),
+                 ("the Mazda lease ended in June, bought a used Subaru Outback outright. no "
+                  "more monthly payments", "2024-07-15"))
+    assert [m.current for m in mem.memories(user_id="ana")].count(False) == 1
+    first, second = mem.search("What car do I drive?", user_id="ana", k=2)
+    assert first.memory.text.startswith("the Mazda lease ended")
+    assert not second.memory.current
