@@ -121,15 +121,17 @@ def answers_first(hits: Sequence[MemoryHit], query: str, close: Mapping[str, flo
     if (answering := _answering(hits, close)) is None:
         return list(hits)
     asked = parties(query)
+    held = sorted(answering[1])
+    read = {i: stance(hits[i].memory.text, others=others) for i in held}
 
     def off_answer(i: int) -> bool:
-        memory = hits[i].memory
-        read = stance(memory.text, others=others)
-        return len(_people(memory, others)) == 1 and (
-            now and not read.present or read.disowns or
-            (not read.parties & asked if asked else not read.any_own))
+        named = read[i].opens_on  # "Marta finally quits, she ..." beside "I teach maths"
+        return len(_people(hits[i].memory, others)) == 1 and (
+            now and not read[i].present or read[i].disowns or
+            (not read[i].parties & asked if asked else not read[i].any_own or
+             named is not None and all(named not in read[j].capitals
+                                       for j in held if j != i)))
 
-    held = sorted(answering[1])
     order = list(range(len(hits)))
     for at, i in zip(held, sorted(held, key=off_answer)):
         order[at] = i

@@ -88,6 +88,24 @@ def test_answers_that_state_the_askers_own_come_first_now_and_then():
     assert order(now=False) == ["1", "2", "0"]
 
 
+@pytest.mark.parametrize("news,own", [
+    ("user: Diego finally got the head chef job, he starts monday. I want to get him a gift",
+     "user: I'm a line cook at a ramen place in Austin"),
+    ("user: Stefan wechselt in die Pflegeleitung, er hat es verdient. Ich schenke ihm was",
+     "user: Ich bin Krankenpfleger auf der Intensivstation in Graz"),
+])
+def test_a_named_persons_news_comes_after_the_askers_own(news, own):
+    """News that opens on a name the other answers do not say and speaks of "he" is that
+    person's, even when the speaker adds a line of their own."""
+    said = [news, own]
+    hits = [MemoryHit(Memory(str(n), "ana", text, str(n), [f"t{n}"], speakers=["user"]),
+                      1.0, text, n) for n, text in enumerate(said)]
+    query_vec = np.eye(4, dtype=np.float32)[0]
+    close = closeness(hits, query_vec, {h.memory.id: query_vec[None, :] for h in hits})
+    first = answers_first(hits, "What is my job?", close, others=["assistant"])[0]
+    assert first.memory.text == own
+
+
 def test_a_relatives_fact_does_not_replace_ones_own(opened):
     mem = opened(("I live in Lisbon.", "2024-01-10"), ("My sister lives in Berlin.", "2024-06-15"))
     hits = list(mem.search("Where do I live?", user_id="ana", k=2))
