@@ -187,6 +187,10 @@ _NAME = regex.compile(r"(?<=[\p{L}\p{N},;:'\"]\s+)\p{Lu}[\p{L}'’-]+|\d(?:[\d.,
 """A name or a number: a capitalised word inside a sentence, or digits."""
 _CAPITAL = regex.compile(r"\b\p{Lu}[\p{L}'’-]+|\d(?:[\d.,:]*\d)?")
 """A capitalised word anywhere (a name that opens a sentence too), or digits."""
+_NEGATED = regex.compile(r"\b(?i:no|not|pas d[e']|kein\w*|sin|senza|nessun\w*|sem|nada de)"
+                         r"\s*(\p{Lu}[\p{L}'’-]+)", regex.VERSION1)
+"""A name said with a negation before it: "finalement pas de Grèce cette année", "no
+Japan this year"."""
 _I = regex.compile(r"I(?:['’](?:m|ve|d|ll))?$")
 """The speaker's own "I": no name."""
 _GROUNDED = regex.compile(r"\s*\((?:the (?:week|weekend) of )?[^()]*\d{4}\)")
@@ -261,6 +265,8 @@ class Stance:
     states: bool = False
     """It states something: a memory in which the person only asks ("how long is the
     train to Prague?") tells no fact of anyone."""
+    negated: frozenset[str] = frozenset()
+    """The names it says with a negation before them ("pas de Grèce"), lowercased."""
 
 
 def stance(text: str, *, others: Collection[str] = ()) -> Stance:
@@ -308,7 +314,8 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
                                  if not _I.match(n)) for pattern in (_NAME, _CAPITAL))
     return Stance(frozenset(parties), bool(own), present, frozenset(goes_on), names,
                   capitals, _says(_ENDS, said), opens_on, frozenset(other), disowns, aside,
-                  any_own, own is not None)
+                  any_own, own is not None,
+                  frozenset(n.lower() for n in _NEGATED.findall(said)))
 
 
 def theirs(new: Stance, old: Stance) -> bool:

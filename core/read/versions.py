@@ -83,14 +83,12 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     newer = _versions(hits, set(near), [i for i in asked if i in live and asked[i] >= REACH],
                       rows, query, others) if guess else {}
     place = {h.memory.id: i for i, h in enumerate(hits)}
-    # an answer the bank knows changed: its successor first when it answers too, or is
-    # within reach of the query and, unless an LLM judged the change on write (no
-    # `guess`), as close to the answer as versions are (the write rules may mark a memory
-    # of several facts whole)
+    # an answer the bank knows changed: its successor first when it answers too, or, when
+    # an LLM judged the change on write (no `guess`), when it is within reach of the query
     for i in near:
         successor = place.get(hits[i].memory.superseded_by)
-        if i not in live and successor is not None and (successor in near or asked.get(
-                successor, 0.0) >= REACH and (not guess or _pair(hits, rows, i, successor))):
+        if i not in live and (successor in near or not guess and successor is not None and
+                              asked.get(successor, 0.0) >= REACH):
             newer.setdefault(i, successor)
     if not newer:
         return list(hits)
@@ -208,15 +206,11 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
 
 def _goes_on_about(new: Stance, old: Stance) -> bool:
     """Whether the newer statement names what the older one named, nothing new, and ends
-    nothing ("Pixel knocked my medal off the shelf" after "I adopted a cat, Pixel"): it
-    goes on about the same thing rather than replacing it."""
-    return bool(new.capitals & old.names) and new.names <= old.names and not new.ends
-
-
-def _pair(hits: Sequence[MemoryHit], rows: Mapping[str, np.ndarray], a: int, b: int) -> bool:
-    """Whether two hits' best-matching rows are `PAIR` close."""
-    first, second = (np.atleast_2d(rows[hits[i].memory.id]) for i in (a, b))
-    return float(np.einsum("ij,kj->ik", first, second).max()) >= PAIR
+    or negates nothing ("Pixel knocked my medal off the shelf" after "I adopted a cat,
+    Pixel"; not "pas de Grèce cette année"): it goes on about the same thing rather than
+    replacing it."""
+    return bool(new.capitals & old.names) and new.names <= old.names and not new.ends and \
+        not new.negated & old.names
 
 
 def _closeness(vectors: Sequence[np.ndarray]) -> np.ndarray:

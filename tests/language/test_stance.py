@@ -274,3 +274,14 @@ def test_a_pronoun_names_no_party(text, party):
     """Whom "il", "er" or "she" stands for is not said: no party beside the roles named."""
     assert stance(text, others=ASSISTANT).parties == party
     assert not stance("user: she got the job!", others=ASSISTANT).own
+
+
+@pytest.mark.parametrize("text,names", [
+    ("user: finalement pas de Grèce cette année", {"grèce"}),
+    ("user: dieses Jahr doch kein Italien, das Dach muss neu", {"italien"}),
+    ("user: no Iceland this year after all", {"iceland"}),
+    ("user: european portuguese, not brazilian", set()),
+    ("user: no worries, Sam drove me", set()),
+])
+def test_a_name_said_with_a_negation_before_it_is_negated(text, names):
+    assert stance(text, others=ASSISTANT).negated == names

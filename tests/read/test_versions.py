@@ -340,14 +340,12 @@ def test_a_request_that_states_the_change_replaces_the_old_fact(opened):
     assert hits[1].current is False
 
 
-def test_a_change_the_rules_recorded_comes_first_when_within_reach(opened):
-    """The write rules marked the lease replaced; its successor, worded far from the
-    question, still comes before it."""
-    mem = opened(("I lease a 2021 Mazda 3 hatchback", "2024-01-10"),
-                 ("what's the best way to keep basil fresh?", "2024-03-02"),
-                 ("the Mazda lease ended in June, bought a used Subaru Outback outright. no "
-                  "more monthly payments", "2024-07-15"))
-    assert [m.current for m in mem.memories(user_id="ana")].count(False) == 1
-    first, second = mem.search("What car do I drive?", user_id="ana", k=2)
-    assert first.memory.text.startswith("the Mazda lease ended")
-    assert not second.memory.current
+def test_a_plan_called_off_by_naming_it_with_a_negation_is_a_change(opened):
+    """"no Iceland this year" names only what the plan named, yet says it is off."""
+    mem = opened(("we're going to Iceland this summer, Reykjavik and the ring road",
+                  "2024-01-10"),
+                 ("no Iceland this year after all, the car needed a new engine and that ate "
+                  "the savings", "2024-05-15"))
+    first, second = mem.search("Are we going to Iceland?", user_id="ana", k=2)
+    assert first.memory.text.startswith("no Iceland")
+    assert second.current is False
