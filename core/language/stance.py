@@ -101,6 +101,15 @@ _WEIGHED = regex.compile(
     r"se eu|às vezes penso|talvez|pensei em|pensando em|um dia|quase(?!\s+\d))\b",
     _FLAGS)
 """A condition, a wish or a choice weighed: nothing it says has happened."""
+_HINDSIGHT = regex.compile(
+    r"\b(?:wish (?:I'd|I had|we'd|we had) \w+(?:ed|en|wn|ne|t)|"
+    r"hätten? (?:ich|wir) (?:das )?(?:nie|nicht) gedacht|"
+    r"n'aurais jamais (?:cru|pensé)|j'aurais dû|"
+    r"nunca (?:lo )?hubiera (?:pensado|imaginado|creído)|"
+    r"non (?:l')?avrei mai (?:pensato|detto|creduto)|"
+    r"nunca teria (?:pensado|imaginado))\b", _FLAGS)
+"""Hindsight ("wish I'd ditched the old kindle years ago", "hätte ich nie gedacht"): a past
+that did not happen; in a clause beside one that states the present, no wish."""
 _LONG_AGO = regex.compile(
     r"\b(?:when I was|as a (?:kid|child|teen)|growing up|back (?:when|then)|"
     r"back in (?:the day|high school|college|school|uni|\d{4})|remember when|"
@@ -284,10 +293,11 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
     aside = any_own = False
     for line in lines:
         for sentence in filter(None, (s.strip() for s in _SENTENCE.split(line))):
-            if own is None and (_says(_LONG_AGO, sentence) or _says(_AWAY, sentence) or
+            now = _without_hindsight(sentence)
+            if own is None and (_says(_LONG_AGO, now) or _says(_AWAY, now) or
                                 _says(_STAY, _CLAUSE.split(sentence, 1)[0])):
                 present, aside = False, True
-            if own is None and (_says(_WEIGHED, sentence) or _ahead(sentence)):
+            if own is None and (_says(_WEIGHED, now) or _ahead(sentence)):
                 present = False  # how the first sentences put it: "what if", "next week"
             if _ASKS.search(sentence):  # a request may go on to state of someone: "can
                 rest = _PARTS.split(sentence, 1)[1:]  # you update it, I got a new number"
@@ -323,6 +333,13 @@ def theirs(new: Stance, old: Stance) -> bool:
     disowns it ("isn't mine"), or it opens on a name the older one does not say ("Priya
     finally moved out of Denver, she ..." after "I live in Denver")."""
     return new.disowns or new.opens_on is not None and new.opens_on not in old.capitals
+
+
+def _without_hindsight(sentence: str) -> str:
+    """A sentence without its clauses of hindsight when it has others ("the Kobo lets me
+    borrow library books, wish I'd ditched the kindle years ago"): how it puts the present."""
+    clauses = _PARTS.split(sentence)
+    return " ".join([c for c in clauses if not _HINDSIGHT.search(c)] or clauses)
 
 
 def _ahead(sentence: str) -> bool:

@@ -285,3 +285,23 @@ def test_a_pronoun_names_no_party(text, party):
 ])
 def test_a_name_said_with_a_negation_before_it_is_negated(text, names):
     assert stance(text, others=ASSISTANT).negated == names
+
+
+@pytest.mark.parametrize("text", [
+    "user: I run the café on Rua Augusta now, wish I'd quit the bank sooner",
+    "user: Wir wohnen jetzt auf dem Land, hätten wir nie gedacht",
+    "user: je travaille de chez moi maintenant, j'aurais dû le faire avant",
+    "user: ahora vivo en Cádiz, nunca lo hubiera imaginado",
+    "user: adesso insegno yoga, non l'avrei mai detto",
+])
+def test_hindsight_beside_a_present_statement_is_no_wish(text):
+    assert stance(text, others=ASSISTANT).present
+
+
+@pytest.mark.parametrize("text", [
+    "user: wish I'd taken the job in Denver",
+    "user: I wish I had a bigger kitchen",
+    "user: j'aurais dû accepter le poste à Nantes",
+])
+def test_hindsight_or_a_wish_alone_states_no_present(text):
+    assert not stance(text, others=ASSISTANT).present

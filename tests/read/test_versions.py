@@ -349,3 +349,18 @@ def test_a_plan_called_off_by_naming_it_with_a_negation_is_a_change(opened):
     first, second = mem.search("Are we going to Iceland?", user_id="ana", k=2)
     assert first.memory.text.startswith("no Iceland")
     assert second.current is False
+
+
+@pytest.mark.parametrize("question,old,new", [
+    ("What do I use for music?", "I listen to everything on Spotify, we have the family plan",
+     "Apple Music has the lossless stuff and the classical app, wish I'd moved off Spotify "
+     "years ago"),
+    ("Trinke ich Kaffee?", "Ich trinke keinen Kaffee, nur Tee",
+     "Seit der Reise nach Rom trinke ich jeden Morgen einen Espresso, hätte ich nie gedacht"),
+], ids=["en", "de"])
+def test_a_change_told_with_hindsight_replaces_the_old_fact(opened, question, old, new):
+    """"wish I'd moved off Spotify years ago" beside a present statement is no wish."""
+    mem = opened((old, "2024-01-10"), (new, "2024-06-15"))
+    first, second = mem.search(question, user_id="ana", k=2)
+    assert first.memory.text == new
+    assert second.current is False
