@@ -120,9 +120,9 @@ _LONG_AGO = regex.compile(
     r"quand j'(?:étais|avais)|petite?,|(?:étant|quand j'étais) enfant|autrefois|"
     r"à l'époque|l'époque où|il y a \w+ ans|il y a (?:une|\w+) décennies?|"
     r"de (?:pequeñ|niñ)[oa]|cuando (?:era|tenía|trabajaba|vivía|estudiaba)|"
-    r"me acord[ée] de|me acuerdo de|hace \w+ años|hace (?:una|\w+) décadas?|"
+    r"me acord[ée] de|me acuerdo de|(?<!desde )hace \w+ años|hace (?:una|\w+) décadas?|"
     r"da (?:piccol|bambin)[oa]|quando ero|mi ricordo|\w+ anni fa|\w+ decenni? fa|"
-    r"em criança|quando (?:eu )?era|lembro-me|de pequen[oa]|há \w+ anos|"
+    r"em criança|quando (?:eu )?era|lembro-me|de pequen[oa]|(?<!desde )há \w+ anos|"
     r"há (?:uma|\w+) décadas?|"
     # "my first car was": what came first is past
     r"(?:my|our) (?:very )?first \w+ (?:was|were)|mein\w* erst\w* \w+ (?:war|waren)|"
@@ -313,7 +313,8 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
                 opens_on = _named(sentence, lines)
             if own is None:  # the first statement says whose news it is
                 own = party is None or bool(_WE.search(text))
-            any_own = any_own or party is None or bool(_WE.search(sentence))
+            any_own = any_own or party is None and _states(sentence) or \
+                bool(_WE.search(sentence))
             if party is not None and party not in _UNNAMED:
                 parties.add(party)
             for clause in _PARTS.split(sentence):
@@ -333,6 +334,12 @@ def theirs(new: Stance, old: Stance) -> bool:
     disowns it ("isn't mine"), or it opens on a name the older one does not say ("Priya
     finally moved out of Denver, she ..." after "I live in Denver")."""
     return new.disowns or new.opens_on is not None and new.opens_on not in old.capitals
+
+
+def _states(sentence: str) -> bool:
+    """Whether a sentence that opens on no one else can tell the speaker's news: it names
+    them or has three words or more ("down to 2 cats"; not "Mutig!", "so proud")."""
+    return bool(_ME.search(sentence)) or len(sentence.split()) >= 3
 
 
 def _without_hindsight(sentence: str) -> str:

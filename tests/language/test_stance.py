@@ -116,6 +116,8 @@ def test_a_memory_of_long_ago_or_a_stay_that_ends_is_told_aside(text):
     "user: weaned off coffee, the headaches were awful for a week but I'm fine",
     "user: ich wohne seit drei Wochen in Zürich",
     "user: just got back from pottery class, my hands are wrecked",
+    "user: trabajo en remoto desde hace dos años y no vuelvo a la oficina",
+    "user: sou vegetariana desde há cinco anos",
 ])
 def test_a_stay_that_has_lasted_or_a_rhythm_is_not_told_aside(text):
     read = stance(text, others=ASSISTANT)
@@ -305,3 +307,13 @@ def test_hindsight_beside_a_present_statement_is_no_wish(text):
 ])
 def test_hindsight_or_a_wish_alone_states_no_present(text):
     assert not stance(text, others=ASSISTANT).present
+
+
+@pytest.mark.parametrize("text,own", [
+    ("user: Mein Bruder hat gekündigt und wird Koch. Mutig!", False),
+    ("user: my cousin just got engaged. so happy", False),
+    ("user: my mom took Winnie, she lives with her now. down to 2 cats", True),
+])
+def test_a_short_exclamation_is_no_news_of_ones_own(text, own):
+    """"Mutig!" after a relative's news says nothing of the speaker's own."""
+    assert stance(text, others=ASSISTANT).any_own is own
