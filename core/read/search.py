@@ -257,8 +257,7 @@ class Searcher:
 
         period = named_period(query, as_of or datetime.now(timezone.utc))
         if period is not None:
-            head = prefer_period(head, period,
-                                 others=self.config.fusion.assistant_speakers)
+            head = prefer_period(head, period)
             steps.after("names a time", head)
         if self.config.supersession:
             now = as_of is None and not about_the_past(query)

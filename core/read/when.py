@@ -9,14 +9,13 @@ written. A month without a year ("camping in June") matches that month of any ye
 from __future__ import annotations
 
 from calendar import month_name, monthrange
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
 import regex
 
-from ..language.stance import stance
 from ..language.timeref import SEASONS, find_relative, resolve
 from ..types import Memory, MemoryHit
 
@@ -80,14 +79,11 @@ def named_period(query: str, now: datetime | date) -> Period | None:
     return _period(found) if found else None
 
 
-def prefer_period(hits: Sequence[MemoryHit], period: Period, *,
-                  others: Collection[str] = ()) -> list[MemoryHit]:
+def prefer_period(hits: Sequence[MemoryHit], period: Period) -> list[MemoryHit]:
     """The hits with each memory of `period` among the top `WINDOW` moved up `LIFT` ranks
-    (a memory of that time is preferred, not placed above everything else); one in which
-    the person only asks (`others`, the assistant, answering) states nothing of then."""
+    (a memory of that time is preferred, not placed above everything else)."""
     head = list(hits[:WINDOW])
-    inside = [of_period(h.memory, period) and stance(h.memory.text, others=others).states
-              for h in head]
+    inside = [of_period(h.memory, period) for h in head]
     if not any(inside) or all(inside):
         return list(hits)
     order = sorted(range(len(head)), key=lambda i: (i - LIFT if inside[i] else i, not inside[i]))

@@ -87,17 +87,13 @@ def test_relative_times_in_a_question_are_resolved_against_as_of(open_memory):
     assert "sourdough" in mem.search(asked, user_id="ana", k=2, as_of="2024-03-20")[0].text
 
 
-def test_a_question_asked_then_is_not_lifted():
-    """A memory of the named month in which the user only asks the assistant something
-    states nothing of then: it keeps its rank below the fact."""
-    day = datetime(2023, 5, 1, tzinfo=timezone.utc)
-    fact = MemoryHit(_memory(0, "user: my laptop is an old ThinkPad X220", day), 0.9,
-                     "fact", 1)
-    asked = MemoryHit(_memory(1, "user: what's a good name for a fantasy team?\n"
-                                 "assistant: Kamara Chameleon.", day + timedelta(days=160)),
-                      0.5, "asked", 2)
-    told = MemoryHit(_memory(2, "user: I dropped my laptop in the canal", day +
-                             timedelta(days=160)), 0.4, "told", 3)
-    order = [h.memory.id for h in prefer_period([fact, asked, told], Period(month=10),
-                                                others=["assistant"])]
-    assert order == ["m2", "m0", "m1"]
+def test_hits_all_of_the_named_time_keep_their_order():
+    """When every hit is of the named time, none is lifted: a user's question ("how do I
+    count permutations?") may be the turn asked about."""
+    day = datetime(2024, 4, 5, tzinfo=timezone.utc)
+    said = ["user: how do I count permutations of 5 books?", "user: I scored 9/10 on the quiz",
+            "user: can you check my answer to problem 3?"]
+    hits = [MemoryHit(_memory(i, text, day), 1.0 - i / 10, text, i + 1)
+            for i, text in enumerate(said)]
+    order = prefer_period(hits, Period(date(2024, 4, 4), date(2024, 4, 6)))
+    assert [h.memory.id for h in order] == ["m0", "m1", "m2"]
