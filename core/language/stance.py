@@ -415,4 +415,20 @@ def _named(sentence: str, lines: list[str]) -> str | None:
 
 def _party(sentence: str) -> str | None:
     found = _THIRD.match(sentence)
-    return lemma(found.group("role")) if found else None
+    if found is None or found.group("role").lower() == "il" and _italian(sentence):
+        return None  # "il tizio che ha comprato la mia Vespa": an article, not "he"
+    return lemma(found.group("role"))
+
+
+def _italian(sentence: str) -> bool:
+    """Whether a sentence has more of Italian's own stop words than of French's."""
+    italian, french = _own_stop_words()
+    said = terms(sentence)
+    return sum(w in italian for w in said) > sum(w in french for w in said)
+
+
+@lru_cache(maxsize=1)
+def _own_stop_words() -> tuple[frozenset[str], frozenset[str]]:
+    """The stop words of Italian that French lacks, and those of French that Italian lacks."""
+    italian, french = stop_words("italian"), stop_words("french")
+    return italian - french, french - italian

@@ -21,6 +21,7 @@ ASSISTANT = ("assistant",)
     "user: finished the portrait commission, I'm freelance full time since June",
     "user: María y yo abrimos la panadería en la calle Mayor",
     "user: Jetzt fahre ich jeden Tag mit dem Rad. Früher bin ich immer Auto gefahren.",
+    "user: il nuovo lavoro in banca è tranquillo, esco sempre alle cinque",
 ])
 def test_ones_own_news_said_as_the_present(text):
     read = stance(text, others=ASSISTANT)
@@ -34,6 +35,7 @@ def test_ones_own_news_said_as_the_present(text):
     "user: ma voisine a déménagé à Brest, elle me manque déjà",
     "user: mi prima se casó en mayo, fue precioso",
     "user: she got the job at the museum!!",
+    "user: il a démissionné hier, il part vivre à Lyon",
 ])
 def test_news_that_opens_on_someone_else_is_theirs(text):
     assert not stance(text, others=ASSISTANT).own
