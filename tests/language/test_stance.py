@@ -22,10 +22,16 @@ ASSISTANT = ("assistant",)
     "user: María y yo abrimos la panadería en la calle Mayor",
     "user: Jetzt fahre ich jeden Tag mit dem Rad. Früher bin ich immer Auto gefahren.",
     "user: il nuovo lavoro in banca è tranquillo, esco sempre alle cinque",
+    # a request that goes on to state
+    "user: could you change my address on file, we moved to a bigger place in Leiden",
+    "user: kannst du meine Nummer ändern, ich bin jetzt bei einem anderen Anbieter",
+    "user: peux-tu noter ma nouvelle adresse, j'ai déménagé à Tours",
+    "user: can you help me plan meals, my doctor put me on a low-sodium diet",
 ])
 def test_ones_own_news_said_as_the_present(text):
     read = stance(text, others=ASSISTANT)
     assert read.own
+    assert read.states
     assert read.present
 
 
@@ -66,6 +72,9 @@ def test_news_that_opens_on_someone_else_is_theirs(text):
     "user: ho visitato la casa a Monza, troppo buia",
     "user: I never got the job at Stripe, they ghosted me",
     "user: je n'ai pas été prise pour le poste à Lyon",
+    "user: wish I'd taken the job in Denver",
+    "user: I wish I had a bigger kitchen",
+    "user: j'aurais dû accepter le poste à Nantes",
 ])
 def test_a_wish_a_weighed_choice_a_memory_a_stay_away_or_a_plan_is_not_the_present(text):
     assert not stance(text, others=ASSISTANT).present
@@ -77,8 +86,14 @@ def test_a_wish_a_weighed_choice_a_memory_a_stay_away_or_a_plan_is_not_the_prese
     "user: nearly every morning I swim at the lido now",
     "user: you'd be amazed how calm I am since I quit coffee",
     "user: never thought I'd be a morning person but the 6am swims stuck",
+    # hindsight beside a present statement
+    "user: I run the café on Rua Augusta now, wish I'd quit the bank sooner",
+    "user: Wir wohnen jetzt auf dem Land, hätten wir nie gedacht",
+    "user: je travaille de chez moi maintenant, j'aurais dû le faire avant",
+    "user: ahora vivo en Cádiz, nunca lo hubiera imaginado",
+    "user: adesso insegno yoga, non l'avrei mai detto",
 ])
-def test_an_amount_near_a_number_or_a_span_looked_back_over_is_still_the_present(text):
+def test_an_amount_a_span_looked_back_over_or_hindsight_is_still_the_present(text):
     assert stance(text, others=ASSISTANT).present
 
 
@@ -246,18 +261,6 @@ def test_a_thing_that_is_no_longer_ones_own_is_a_change_not_someone_elses_news(t
 
 
 @pytest.mark.parametrize("text", [
-    "user: could you change my address on file, we moved to a bigger place in Leiden",
-    "user: kannst du meine Nummer ändern, ich bin jetzt bei einem anderen Anbieter",
-    "user: peux-tu noter ma nouvelle adresse, j'ai déménagé à Tours",
-    "user: can you help me plan meals, my doctor put me on a low-sodium diet",
-])
-def test_a_request_that_goes_on_to_state_ones_news_states_it(text):
-    read = stance(text, others=ASSISTANT)
-    assert read.states
-    assert read.own
-
-
-@pytest.mark.parametrize("text", [
     "user: what's a fun movie for tonight, something light",
     "user: can you recommend a podcast, preferably about history?",
     "user: wie lange fährt man mit dem Zug von Köln nach Paris?",
@@ -289,26 +292,6 @@ def test_a_pronoun_names_no_party(text, party):
 ])
 def test_a_name_said_with_a_negation_before_it_is_negated(text, names):
     assert stance(text, others=ASSISTANT).negated == names
-
-
-@pytest.mark.parametrize("text", [
-    "user: I run the café on Rua Augusta now, wish I'd quit the bank sooner",
-    "user: Wir wohnen jetzt auf dem Land, hätten wir nie gedacht",
-    "user: je travaille de chez moi maintenant, j'aurais dû le faire avant",
-    "user: ahora vivo en Cádiz, nunca lo hubiera imaginado",
-    "user: adesso insegno yoga, non l'avrei mai detto",
-])
-def test_hindsight_beside_a_present_statement_is_no_wish(text):
-    assert stance(text, others=ASSISTANT).present
-
-
-@pytest.mark.parametrize("text", [
-    "user: wish I'd taken the job in Denver",
-    "user: I wish I had a bigger kitchen",
-    "user: j'aurais dû accepter le poste à Nantes",
-])
-def test_hindsight_or_a_wish_alone_states_no_present(text):
-    assert not stance(text, others=ASSISTANT).present
 
 
 @pytest.mark.parametrize("text,own", [
