@@ -200,6 +200,12 @@ _NEGATED = regex.compile(r"\b(?i:no|not|pas d[e']|kein\w*|sin|senza|nessun\w*|se
                          r"\s*(\p{Lu}[\p{L}'’-]+)", regex.VERSION1)
 """A name said with a negation before it: "finalement pas de Grèce cette année", "no
 Japan this year"."""
+_ON_ME = regex.compile(
+    r"\b(?:kicked|fired|promoted|hired|transferred|laid|let|dumped|left|dropped) (?:me|us)\b|"
+    r"\b(?:hat|haben) (?:mich|uns) (?:\w+ )?(?:rausgeworfen|gekündigt|befördert|verlassen)\b|"
+    r"\bme (?:despidió|despidieron|ascendió|ascendieron|echó|echaron|dejó)\b", _FLAGS)
+"""A statement that opens on someone acting on the speaker ("my dad kicked me off the
+family plan", "mi jefe me despidió"): the speaker's news."""
 _I = regex.compile(r"I(?:['’](?:m|ve|d|ll))?$")
 """The speaker's own "I": no name."""
 _GROUNDED = regex.compile(r"\s*\((?:the (?:week|weekend) of )?[^()]*\d{4}\)")
@@ -312,7 +318,8 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
             if own is None and party is None:
                 opens_on = _named(sentence, lines)
             if own is None:  # the first statement says whose news it is
-                own = party is None or bool(_WE.search(text))
+                own = party is None or bool(_WE.search(text)) or \
+                    bool(_ON_ME.search(_CLAUSE.split(sentence, 1)[0]))
             any_own = any_own or party is None and _states(sentence) or \
                 bool(_WE.search(sentence))
             if party is not None and party not in _UNNAMED:

@@ -27,6 +27,10 @@ ASSISTANT = ("assistant",)
     "user: kannst du meine Nummer ändern, ich bin jetzt bei einem anderen Anbieter",
     "user: peux-tu noter ma nouvelle adresse, j'ai déménagé à Tours",
     "user: can you help me plan meals, my doctor put me on a low-sodium diet",
+    # someone acting on the speaker
+    "user: my manager finally promoted me, team lead as of monday",
+    "user: Meine Vermieterin hat uns gekündigt, wir suchen was in Pankow",
+    "user: mi novia me dejó en agosto y ahora vivo solo",
 ])
 def test_ones_own_news_said_as_the_present(text):
     read = stance(text, others=ASSISTANT)
@@ -41,6 +45,7 @@ def test_ones_own_news_said_as_the_present(text):
     "user: ma voisine a déménagé à Brest, elle me manque déjà",
     "user: mi prima se casó en mayo, fue precioso",
     "user: she got the job at the museum!!",
+    "user: my brother got fired, he called me crying",
     "user: il a démissionné hier, il part vivre à Lyon",
 ])
 def test_news_that_opens_on_someone_else_is_theirs(text):
