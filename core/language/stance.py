@@ -192,9 +192,10 @@ _GOES_ON = regex.compile(
     r"contin[úu](?:o|a|as|an))\b",
     _FLAGS)
 """Words that say a state goes on: with the older statement's own words, no change."""
-_NAME = regex.compile(r"(?<=[\p{L}\p{N},;:'\"]\s+)\p{Lu}[\p{L}'’-]+|\d(?:[\d.,:]*\d)?")
-"""A name or a number: a capitalised word inside a sentence, or digits."""
-_CAPITAL = regex.compile(r"\b\p{Lu}[\p{L}'’-]+|\d(?:[\d.,:]*\d)?")
+_NAME = regex.compile(r"(?<=[\p{L}\p{N},;:'\"]\s+)\p{Lu}[\p{L}'’-]+|\d(?:[\d.,:]*\d)?\p{L}*")
+"""A name or a number: a capitalised word inside a sentence, or digits with the letters
+after them ("7am" and "7p" are other times)."""
+_CAPITAL = regex.compile(r"\b\p{Lu}[\p{L}'’-]+|\d(?:[\d.,:]*\d)?\p{L}*")
 """A capitalised word anywhere (a name that opens a sentence too), or digits."""
 _NEGATED = regex.compile(r"\b(?i:no|not|pas d[e']|kein\w*|sin|senza|nessun\w*|sem|nada de)"
                          r"\s*(\p{Lu}[\p{L}'’-]+)", regex.VERSION1)

@@ -307,3 +307,9 @@ def test_a_name_said_with_a_negation_before_it_is_negated(text, names):
 def test_a_short_exclamation_is_no_news_of_ones_own(text, own):
     """"Mutig!" after a relative's news says nothing of the speaker's own."""
     assert stance(text, others=ASSISTANT).any_own is own
+
+
+def test_a_number_is_named_with_its_unit():
+    read = stance("user: nights now, 7p-7a, three a week", others=ASSISTANT)
+    assert {"7p", "7a"} <= read.names
+    assert "7" not in read.names

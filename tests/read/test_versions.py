@@ -364,3 +364,13 @@ def test_a_change_told_with_hindsight_replaces_the_old_fact(opened, question, ol
     first, second = mem.search(question, user_id="ana", k=2)
     assert first.memory.text == new
     assert second.current is False
+
+
+def test_a_number_keeps_its_unit_when_versions_are_read(opened):
+    """"6p-6a" after "6am to 6pm" names other times, not the same 6 again."""
+    mem = opened(("I work 6am to 6pm at the depot, three days a week", "2024-01-10"),
+                 ("switched to nights: 6p-6a, three nights a week. my body clock is wrecked",
+                  "2024-06-15"))
+    first, second = mem.search("What hours do I work?", user_id="ana", k=2)
+    assert first.memory.text.startswith("switched to nights")
+    assert second.current is False
