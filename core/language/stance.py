@@ -300,12 +300,13 @@ def _stance(text: str, others: frozenset[str]) -> Stance:
     aside = any_own = False
     for line in lines:
         for sentence in filter(None, (s.strip() for s in _SENTENCE.split(line))):
-            now = _without_hindsight(sentence)
-            if own is None and (_says(_LONG_AGO, now) or _says(_AWAY, now) or
-                                _says(_STAY, _CLAUSE.split(sentence, 1)[0])):
-                present, aside = False, True
-            if own is None and (_says(_WEIGHED, now) or _ahead(sentence)):
-                present = False  # how the first sentences put it: "what if", "next week"
+            if own is None:  # how the first sentences put it: "what if", "next week"
+                now = _without_hindsight(sentence)
+                if _says(_LONG_AGO, now) or _says(_AWAY, now) or \
+                        _says(_STAY, _CLAUSE.split(sentence, 1)[0]):
+                    present, aside = False, True
+                if _says(_WEIGHED, now) or _ahead(sentence):
+                    present = False
             if _ASKS.search(sentence):  # a request may go on to state of someone: "can
                 rest = _PARTS.split(sentence, 1)[1:]  # you update it, I got a new number"
                 if not rest or _ASKS.search(rest[0]) or not (
