@@ -197,8 +197,8 @@ _NAME = regex.compile(r"(?<=[\p{L}\p{N},;:'\"]\s+)\p{Lu}[\p{L}'’-]+|\d(?:[\d.,
 after them ("7am" and "7p" are other times)."""
 _CAPITAL = regex.compile(r"\b\p{Lu}[\p{L}'’-]+|\d(?:[\d.,:]*\d)?\p{L}*")
 """A capitalised word anywhere (a name that opens a sentence too), or digits."""
-_NEGATED = regex.compile(r"\b(?i:no|not|pas d[e']|kein\w*|sin|senza|nessun\w*|sem|nada de)"
-                         r"\s*(\p{Lu}[\p{L}'’-]+)", regex.VERSION1)
+_NEGATED = regex.compile(r"\b(?i:(?:no|not|pas de|kein\w*|sin|senza|nessun\w*|sem|nada de)\s+|"
+                         r"pas d['’])(\p{Lu}[\p{L}'’-]+)", regex.VERSION1)
 """A name said with a negation before it: "finalement pas de Grèce cette année", "no
 Japan this year"."""
 _ON_ME = regex.compile(

@@ -294,6 +294,8 @@ def test_a_pronoun_names_no_party(text, party):
     ("user: no Iceland this year after all", {"iceland"}),
     ("user: european portuguese, not brazilian", set()),
     ("user: no worries, Sam drove me", set()),
+    ("user: pas d'Italie cet été, trop cher", {"italie"}),
+    ("user: NoMad is still my favourite bar", set()),
 ])
 def test_a_name_said_with_a_negation_before_it_is_negated(text, names):
     assert stance(text, others=ASSISTANT).negated == names
