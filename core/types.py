@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -333,23 +333,42 @@ class MemoryHit:
         return f"MemoryHit(rank={self.rank}, score={self.score:.3f}, text={_short(self.text)})"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SearchResult(Sequence[MemoryHit]):
     """The hits of one search, best first; keeps what `feedback` needs to learn from it.
 
     `candidates` are the K memories retrieved before reranking, in retrieval order, each
     scored on the hits' scale (relevance in [0, 1]) with its fused retrieval score as
-    `retrieval`."""
+    `retrieval`; given as a function, they are made when first read."""
 
     id: str
     query: str
     user_id: str
     hits: list[MemoryHit]
-    candidates: list[MemoryHit] = field(default_factory=list)
-    state: dict[str, Any] = field(default_factory=dict, repr=False)
-    explanation: Any = field(default=None, repr=False)
+    state: dict[str, Any]
+    explanation: Any
     """`search(..., explain=True)`: each candidate's signals, the reranker's parts, the
     final order and the word-budget cut (`rmm_core.read.explain.Explanation`)."""
+    _candidates: list[MemoryHit] | Callable[[], list[MemoryHit]]
+
+    def __init__(self, id: str, query: str, user_id: str, hits: list[MemoryHit],
+                 candidates: list[MemoryHit] | Callable[[], list[MemoryHit]] | None = None,
+                 state: dict[str, Any] | None = None, explanation: Any = None) -> None:
+        self.id, self.query, self.user_id, self.hits = id, query, user_id, hits
+        self._candidates = [] if candidates is None else candidates
+        self.state = {} if state is None else state
+        self.explanation = explanation
+
+    @property
+    def candidates(self) -> list[MemoryHit]:
+        """The candidates, scored when first read: most callers read only the hits."""
+        if callable(self._candidates):
+            self._candidates = self._candidates()
+        return self._candidates
+
+    @candidates.setter
+    def candidates(self, value: list[MemoryHit] | Callable[[], list[MemoryHit]]) -> None:
+        self._candidates = value
 
     def __iter__(self) -> Iterator[MemoryHit]:
         return iter(self.hits)

@@ -10,7 +10,6 @@ cut that list, each keeping a prefix: `search(k=a)` is the head of `search(k=b)`
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 
 from ..text import count_words
 from ..types import MemoryHit
@@ -44,11 +43,6 @@ def fitting(sizes: Iterable[int], budget: int | None) -> tuple[int, int]:
 def within(hits: Sequence[MemoryHit], max_words: int | None) -> list[MemoryHit]:
     """The hits in order while their texts' words fit in `max_words` (`fitting`)."""
     return list(hits[:fitting((count_words(h.text) for h in hits), max_words)[0]])
-
-
-def numbered(hits: Sequence[MemoryHit]) -> list[MemoryHit]:
-    """The hits with `rank` their place in the list, from 1."""
-    return [h if h.rank == n else replace(h, rank=n) for n, h in enumerate(hits, 1)]
 
 
 def depth_for(window: int, k: int | None) -> int:

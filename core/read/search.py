@@ -28,7 +28,7 @@ from .gather import gathered_upto
 from .index import QUESTION_WORDS, FusionWeights, Scale, UserIndex
 from .latest import latest_first
 from .provisional import OpenTurns
-from .ranked import depth_for, numbered, within
+from .ranked import depth_for, within
 from .score import coverage, relevances, scored
 from .validity import about_the_past, arrange, valid_at
 from .when import named_period, prefer_period
@@ -143,14 +143,20 @@ class Searcher:
                 listed = self._deeper(listed, pool.draw(depth))
             laps.lap("retrieval")
         candidates, rows, ranking = listed.candidates, listed.rows, listed.ranking
-        relevance_of = self._relevance(candidates, hits, query, query_vec, rows)
-        hits = numbered(scored(hits, relevance_of, min_score))
+        hits = scored(hits, self._relevance(hits, query, query_vec, rows), min_score)
+        own = _Copies()
+        result.hits = hits = [replace(h, memory=own(h.memory), rank=n)
+                              for n, h in enumerate(hits, 1)]
         laps.lap("scores")
-        result.hits = hits
         if ranking is not None:  # the reranker's own picks among what was shown
             ranking.kept = min(len(hits), len(listed.head), ranking.kept)
-        result.candidates = [MemoryHit(c.memory, relevance_of[c.memory.id], c.text, c.rank,
-                                       retrieval=c.score) for c in candidates]
+
+        def scored_candidates() -> list[MemoryHit]:
+            relevance_of = self._relevance(candidates, query, query_vec, rows)
+            return [MemoryHit(own(c.memory), relevance_of[c.memory.id], c.text, c.rank,
+                              retrieval=c.score) for c in candidates]
+
+        result.candidates = scored_candidates
         result.state = {"query_vec": query_vec, "ranking": ranking}
         if explain:
             result.explanation = explained(
@@ -310,17 +316,18 @@ class Searcher:
             upto *= 2
         return [*done, *hits[upto:]]
 
-    def _relevance(self, candidates: Sequence[MemoryHit], hits: Sequence[MemoryHit],
-                   query: str, query_vec: np.ndarray, rows: Mapping[str, np.ndarray]
-                   ) -> dict[str, float]:
-        """Each candidate's and linked hit's relevance (`rmm_core.read.score`), by id; a
+    def _relevance(self, hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
+                   rows: Mapping[str, np.ndarray]) -> dict[str, float]:
+        """Each hit's relevance (`rmm_core.read.score`), by id: it depends on the hit alone,
+        so the hits shown are scored first and the other candidates only when read; a
         linked hit (A-MEM) is no candidate: its score is already its cosine."""
+        drawn = [h for h in hits if h.memory.id in rows]
         linked = [h for h in hits if h.memory.id not in rows]
-        every = [*candidates, *linked]
+        every = [*drawn, *linked]
         terms = tokenize([query, *(h.memory.text for h in every)], self.indexes.stemmer,
                          QUESTION_WORDS)
         asked = terms[0]
-        close = relevances(query_vec, [rows[c.memory.id] for c in candidates])
+        close = relevances(query_vec, [rows[h.memory.id] for h in drawn])
         close = [*close.tolist(), *(float(np.clip(h.score, 0, 1)) for h in linked)]
         return {h.memory.id: max(near, coverage(asked, said))
                 for h, near, said in zip(every, close, terms[1:])}
@@ -374,12 +381,12 @@ class Searcher:
             if wanted else None
         found = index.search(query, query_vec, top=top, weights=self.weights, subset=subset)
         ids = [index.ids[p] for p in found.positions]
-        decoded = index.decoded  # each hit gets its own copy: a caller may change it
+        decoded = index.decoded  # shared by searches: what they return are copies (_Copies)
         stored = {i: known[i][0] for i in ids if i in known}
-        stored.update((i, copy(decoded[i])) for i in ids if i not in stored and i in decoded)
+        stored.update((i, decoded[i]) for i in ids if i not in stored and i in decoded)
         read = self.store.memories(user_id, [i for i in ids if i not in stored])
         if len(decoded) < DECODED_MOST:
-            decoded.update((m.id, copy(m)) for m in read)
+            decoded.update((m.id, m) for m in read)
         stored.update((m.id, m) for m in read)
         # a memory forgotten since the index snapshot was taken drops out
         return [(stored[mid], float(score), index.rows_of(p))
@@ -439,6 +446,21 @@ class Searcher:
         return self.reranker.learned_scores(
             user_id, query_vec, [stored[i] if i in stored else next(fresh)[None, :] for i in ids],
             query=query, texts=texts)
+
+
+class _Copies:
+    """One copy of each memory a search returns, shared by its hits and candidates: the
+    memories searches draw are shared (`UserIndex.decoded`), and a caller may change what
+    it is given."""
+
+    def __init__(self) -> None:
+        self.made: dict[str, Memory] = {}
+
+    def __call__(self, memory: Memory) -> Memory:
+        made = self.made.get(memory.id)
+        if made is None:
+            made = self.made[memory.id] = copy(memory)
+        return made
 
 
 def _first_read(k: int | None, max_words: int | None) -> int | None:

@@ -67,3 +67,27 @@ def test_changing_a_returned_memory_leaves_the_next_search_alone(open_memory):
     again = mem.search("Where do I live?", user_id="ana", k=3).hits
     assert "changed by the caller" not in {h.memory.text for h in again}
     assert any(h.memory.superseded_by for h in again)
+
+
+def test_changing_a_candidate_leaves_the_next_search_alone(open_memory):
+    mem = open_memory()
+    _leeds_then_york(mem)
+    first = mem.search("Where do I live?", user_id="ana", k=1)
+    assert len(first.candidates) == 2  # scored when read, after the hits were returned
+    shown = first.hits[0].memory
+    assert next(c.memory for c in first.candidates if c.memory.id == shown.id) is shown
+    for candidate in first.candidates:
+        candidate.memory.text = "changed by the caller"
+    again = mem.search("Where do I live?", user_id="ana", k=3)
+    assert "changed by the caller" not in {c.memory.text for c in again.candidates}
+    assert "changed by the caller" not in {h.memory.text for h in again}
+
+
+def test_candidates_read_late_score_as_the_hits_do(open_memory):
+    mem = open_memory()
+    _leeds_then_york(mem)
+    result = mem.search("Where do I live?", user_id="ana", k=3)
+    scored = {c.memory.id: c.score for c in result.candidates}
+    top = result.hits[0]
+    assert scored[top.memory.id] == pytest.approx(top.score)
+    assert all(0.0 <= s <= 1.0 for s in scored.values())
