@@ -10,6 +10,7 @@ they share in `rerank_policy`, their stored weights in `rerank_store`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -144,10 +145,14 @@ def start_weights(setting: str | None) -> FeatureWeights | None:
 def _features(config: MemoryConfig) -> Scorer:
     speakers = frozenset(s.casefold() for s in config.fusion.assistant_speakers)
     start = start_weights(config.reranker.weights)
+
+    @lru_cache(maxsize=1024)
+    def assistant_only(names: tuple[str, ...]) -> bool:
+        return bool(names) and all(n.casefold() in speakers for n in names)
+
     return FeatureRanker(FeatureScorer(
         temperature=config.reranker.temperature, rng=np.random.default_rng(config.reranker.seed),
-        assistant_only=lambda names: bool(names) and all(n.casefold() in speakers
-                                                         for n in names)), start)
+        assistant_only=lambda names: assistant_only(tuple(names))), start)
 
 
 def _bilinear(config: MemoryConfig) -> Scorer:

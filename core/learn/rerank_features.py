@@ -74,9 +74,10 @@ def features(query: str, query_vec: np.ndarray, hits: Sequence[MemoryHit],
     words = np.log1p([t.text.words for t in traits])
     out[:, _AT["z"]] = zscore(np.stack(
         [dense, turn, words, _session_mass(memories, zscore(fused))], axis=1))
-    out[:, _AT["item"]] = [query_traits.per_item(t.text) for t in traits]
+    out[:, _AT["item"]] = query_traits.per_items([t.text for t in traits])
+    names = query_traits.names
     out[:, _AT["memory"]] = [
-        (share(query_traits.names, t.speakers), query_traits.date_match(t.month_year),
+        (share(names, t.speakers) if names else 0.0, query_traits.date_match(t.month_year),
          assistant_only(m.speakers), bool(m.attrs.get("provisional")))
         for m, t in zip(memories, traits)]
     out[:, _COLUMN["recency"]] = _recency([t.stamp for t in traits])

@@ -4,6 +4,7 @@ content-word stems and pairs, numbers, names, whether a text speaks of a time, i
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -96,10 +97,19 @@ class QueryTraits:
 
     def per_item(self, item: TextTraits) -> tuple[float, ...]:
         """The features of one text alone (`rerank_features.PER_ITEM`)."""
+        return self.per_items([item])[0]
+
+    def per_items(self, items: Sequence[TextTraits]) -> list[tuple[float, ...]]:
+        """`per_item` of each text, in one pass (a search reads up to a hundred)."""
         query = self.text
-        return (share(query.stems, item.stems), share(query.pairs, item.pairs),
-                share(self.names, item.stems), float(not query.numbers.isdisjoint(item.numbers)),
-                float(item.dated and self.asks_when), float(item.dated))
+        stems, pairs, names, numbers = query.stems, query.pairs, self.names, query.numbers
+        n_stems, n_pairs, n_names = len(stems), len(pairs), len(names)
+        when = self.asks_when
+        return [(len(stems & t.stems) / n_stems if n_stems else 0.0,
+                 len(pairs & t.pairs) / n_pairs if n_pairs else 0.0,
+                 len(names & t.stems) / n_names if n_names else 0.0,
+                 float(not numbers.isdisjoint(t.numbers)), float(t.dated and when),
+                 float(t.dated)) for t in items]
 
     def date_match(self, month_year: tuple[int, int] | None) -> float:
         """1.0 when the query names a month or a year and (month, year) falls in it."""
