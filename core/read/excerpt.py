@@ -57,13 +57,23 @@ _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*")
 
 
 @dataclass(frozen=True, slots=True)
-class _Part:
-    """One turn's words in a hit: its speaker label, its sentences, its turn id (None: the
-    hit is one passage whose refs stand together) and its closeness to the question."""
+class _Turn:
+    """One turn's words in a memory: its speaker label, its sentences with their word counts
+    and `_keys`, and its turn id (None: the memory is one passage whose refs stand
+    together). Read once per memory (`_turns`)."""
 
     label: str
     sentences: tuple[str, ...]
     ref: str | None
+    sizes: tuple[int, ...]
+    keys: tuple[frozenset[str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One turn of a hit to cut, with its closeness to the question."""
+
+    turn: _Turn
     closeness: float
 
 
@@ -82,13 +92,11 @@ def excerpts(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     if speakers is None:
         speakers = {s for h in hits[whole:] for s in h.memory.speakers}
     names = _named(query, speakers)
-    cut = {i: parts for i, h in enumerate(hits) if i >= whole and not _fits(h, names, words)
-           if (parts := _parts(h, names, query_vec, rows.get(h.memory.id))) is not None}
-    sentences = [s for parts in cut.values() for p in parts for s in p.sentences]
     asked = _keys(query, stemmer)
-    shared = {s: len(asked & _keys(s, stemmer)) for s in sentences}
-    return [_excerpt(h, cut[i], shared, words) if i in cut else h
-            for i, h in enumerate(hits)]
+    return [_excerpt(h, parts, asked, words)
+            if i >= whole and not _fits(h, names, words)
+            and (parts := _parts(h, names, query_vec, rows.get(h.memory.id), stemmer)) is not None
+            else h for i, h in enumerate(hits)]
 
 
 KEY = 5
@@ -130,7 +138,8 @@ def _named(query: str, speakers: set[str]) -> set[str]:
 def _fits(hit: MemoryHit, names: set[str], words: int) -> bool:
     """Whether a hit stays as it is: it fits in `words` and keeping the named speakers'
     turns would drop none of its own."""
-    return len(hit.text.split()) <= words and not _thins(names, set(hit.memory.speakers))
+    return len(hit.text.split(None, words)) <= words and \
+        not _thins(names, set(hit.memory.speakers))
 
 
 def _thins(names: set[str], said: set[str]) -> bool:
@@ -140,42 +149,47 @@ def _thins(names: set[str], said: set[str]) -> bool:
 
 
 def _parts(hit: MemoryHit, names: set[str], query_vec: np.ndarray,
-           rows: np.ndarray | None) -> list[_Part] | None:
+           rows: np.ndarray | None, stemmer: Callable | None) -> list[_Part] | None:
     """The hit's turns as parts, only the named speakers' when some but not all of its
     speakers are named; None when the hit cannot be cut (its memory's text is not in it)."""
     memory = hit.memory
     if memory.text not in hit.text:
         return None
-    turns = _turns(memory.text, tuple(memory.speakers), tuple(memory.refs))
+    turns = _turns(memory.text, tuple(memory.speakers), tuple(memory.refs), stemmer)
     if turns is None:
         return None
-    if len(turns) == 1 and turns[0][2] is None:
-        return [_Part(turns[0][0], turns[0][1], None, 0.0)]
+    if len(turns) == 1 and turns[0].ref is None:
+        return [_Part(turns[0], 0.0)]
     close = rows[1:] @ query_vec if rows is not None and len(rows) == len(turns) + 1 \
         else np.zeros(len(turns))
-    parts = [_Part(label, sentences, ref, c)
-             for (label, sentences, ref), c in zip(turns, close.tolist())]
-    said = {p.label[:-2] for p in parts}
+    parts = [_Part(turn, c) for turn, c in zip(turns, close.tolist())]
+    said = {p.turn.label[:-2] for p in parts}
     if _thins(names, said):
-        parts = [p for p in parts if p.label[:-2] in names]
+        parts = [p for p in parts if p.turn.label[:-2] in names]
     return parts
 
 
 @lru_cache(maxsize=8192)
-def _turns(text: str, speakers: tuple[str, ...], refs: tuple[str, ...]
-           ) -> tuple[tuple[str, tuple[str, ...], str | None], ...] | None:
-    """A memory's text as (speaker label, sentences, turn id) per turn, or as one passage
-    (turn id None) when its refs stand together; None when several turns' words cannot be
-    told apart. Cached: a search cuts the same memories query after query."""
+def _turns(text: str, speakers: tuple[str, ...], refs: tuple[str, ...],
+           stemmer: Callable | None) -> tuple[_Turn, ...] | None:
+    """A memory's text as its turns, or as one passage (turn id None) when its refs stand
+    together; None when several turns' words cannot be told apart. Cached: a search cuts
+    the same memories query after query."""
     lines = text.split("\n")
     labels = [_label(line, speakers) for line in lines]
     if len(lines) == len(refs) > 1 and all(labels):
-        return tuple((label, tuple(_split(line[len(label):])), ref)
+        return tuple(_turn(label, line[len(label):], ref, stemmer)
                      for line, label, ref in zip(lines, labels, refs))
     if len(refs) > 1:  # which words are whose turn's is not known: keep all
         return None
     label = _label(text, speakers)
-    return ((label, tuple(_split(text[len(label):])), None),)
+    return (_turn(label, text[len(label):], None, stemmer),)
+
+
+def _turn(label: str, text: str, ref: str | None, stemmer: Callable | None) -> _Turn:
+    sentences = tuple(_split(text))
+    return _Turn(label, sentences, ref, tuple(_words(s) for s in sentences),
+                 tuple(_keys(s, stemmer) for s in sentences))
 
 
 def _label(line: str, speakers: Sequence[str]) -> str:
@@ -194,33 +208,38 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
-def _excerpt(hit: MemoryHit, parts: list[_Part], shared: Mapping[str, int],
+def _excerpt(hit: MemoryHit, parts: list[_Part], asked: frozenset[str],
              words: int) -> MemoryHit:
     """The hit with its memory's text replaced by the parts' best sentences that fit in
-    `words`, in their order (when none fits, the best one cut to fit)."""
+    `words`, in their order (when none fits, the best one cut to fit): those sharing most of
+    the question's `asked` keys, then those of the turn closest to it."""
     head, _, tail = hit.text.partition(hit.memory.text)
     room = words - len(head.split()) - len(tail.split())
-    ranked = sorted((-shared[s], -p.closeness, i, j) for i, p in enumerate(parts)
-                    for j, s in enumerate(p.sentences))
+    turns = [p.turn for p in parts]
+    ranked = sorted((-len(asked & key), -p.closeness, i, j) for i, p in enumerate(parts)
+                    for j, key in enumerate(p.turn.keys))
+    smallest = min((n for t in turns for n in t.sizes), default=0)
     kept: dict[tuple[int, int], str] = {}
     carried: set[int] = set()
     for _, _, i, j in ranked:
-        sentence = parts[i].sentences[j]
-        size = _words(sentence) + (0 if i in carried else _words(parts[i].label))
+        turn = turns[i]
+        size = turn.sizes[j] + (0 if i in carried else _words(turn.label))
         if size <= room:
-            kept[i, j] = sentence
+            kept[i, j] = turn.sentences[j]
             carried.add(i)
             room -= size
-            if not room:
+            if room < smallest or not room:  # no sentence fits any more
                 break
     if not kept and ranked:
         _, _, i, j = ranked[0]
-        cut = max(1, room - len(parts[i].label.split()))
-        kept[i, j] = " ".join(parts[i].sentences[j].split()[:cut])
+        cut = max(1, room - len(turns[i].label.split()))
+        kept[i, j] = " ".join(turns[i].sentences[j].split()[:cut])
         carried.add(i)
-    lines = [parts[i].label + " ".join(kept[i, j] for j in range(len(parts[i].sentences))
-                                       if (i, j) in kept) for i in sorted(carried)]
-    refs = [parts[i].ref for i in sorted(carried) if parts[i].ref is not None]
+    by_part: dict[int, list[str]] = {}
+    for i, j in sorted(kept):
+        by_part.setdefault(i, []).append(kept[i, j])
+    lines = [turns[i].label + " ".join(said) for i, said in by_part.items()]
+    refs = [turns[i].ref for i in sorted(carried) if turns[i].ref is not None]
     text = head + "\n".join(lines) + tail
     if text == hit.text:
         return hit

@@ -89,10 +89,14 @@ def arrange(hits: Sequence[MemoryHit], *, query: str, current_first: bool,
         put(hit)
     dates = {h.memory.id: h.memory.valid_from for h in hits}
     moment = as_utc(as_of) if as_of is not None else None
-    return [MemoryHit(h.memory, h.score, h.text + (
-        note(h.memory, moment) if not h.memory.changed_part or asks.get(h.memory.id) else "")
-                      + conflict_note(h.memory, dates), h.rank)
-            for h in order]
+    out = []
+    for h in order:
+        memory = h.memory
+        said = "" if memory.valid_to is None and not memory.conflicts else (
+            note(memory, moment) if not memory.changed_part or asks.get(memory.id) else ""
+        ) + conflict_note(memory, dates)
+        out.append(MemoryHit(memory, h.score, h.text + said, h.rank) if said else h)
+    return out
 
 
 def _chain(memory: Memory, by_id: dict[str, MemoryHit]) -> list[MemoryHit]:
