@@ -187,6 +187,7 @@ def _turns(text: str, speakers: tuple[str, ...], refs: tuple[str, ...],
 
 
 def _turn(label: str, text: str, ref: str | None, stemmer: Callable | None) -> _Turn:
+    """One turn's text read into sentences, their word counts and keys."""
     sentences = tuple(_split(text))
     return _Turn(label, sentences, ref, tuple(_words(s) for s in sentences),
                  tuple(_keys(s, stemmer) for s in sentences))

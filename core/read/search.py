@@ -143,7 +143,9 @@ class Searcher:
                 listed = self._deeper(listed, pool.draw(depth))
             laps.lap("retrieval")
         candidates, rows, ranking = listed.candidates, listed.rows, listed.ranking
-        hits = scored(hits, self._relevance(hits, query, query_vec, rows), min_score)
+        close = dict(zip((c.memory.id for c in candidates), relevances(
+            query_vec, [rows[c.memory.id] for c in candidates]).tolist()))
+        hits = scored(hits, self._relevance(hits, query, close), min_score)
         own = _Copies()
         result.hits = hits = [replace(h, memory=own(h.memory), rank=n)
                               for n, h in enumerate(hits, 1)]
@@ -152,7 +154,7 @@ class Searcher:
             ranking.kept = min(len(hits), len(listed.head), ranking.kept)
 
         def scored_candidates() -> list[MemoryHit]:
-            relevance_of = self._relevance(candidates, query, query_vec, rows)
+            relevance_of = self._relevance(candidates, query, close)
             return [MemoryHit(own(c.memory), relevance_of[c.memory.id], c.text, c.rank,
                               retrieval=c.score) for c in candidates]
 
@@ -316,21 +318,19 @@ class Searcher:
             upto *= 2
         return [*done, *hits[upto:]]
 
-    def _relevance(self, hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
-                   rows: Mapping[str, np.ndarray]) -> dict[str, float]:
-        """Each hit's relevance (`rmm_core.read.score`), by id: it depends on the hit alone,
-        so the hits shown are scored first and the other candidates only when read; a
-        linked hit (A-MEM) is no candidate: its score is already its cosine."""
-        drawn = [h for h in hits if h.memory.id in rows]
-        linked = [h for h in hits if h.memory.id not in rows]
-        every = [*drawn, *linked]
-        terms = tokenize([query, *(h.memory.text for h in every)], self.indexes.stemmer,
+    def _relevance(self, hits: Sequence[MemoryHit], query: str,
+                   close: Mapping[str, float]) -> dict[str, float]:
+        """Each hit's relevance (`rmm_core.read.score`), by id, from its candidate's best
+        cosine to the query (`close`; a linked hit, A-MEM, is no candidate: its score is
+        its cosine) and the query's words it says. It depends on the hit alone, so the
+        hits shown are scored first and the other candidates only when read (which then
+        needs no vector: a kept result holds none of the index's)."""
+        terms = tokenize([query, *(h.memory.text for h in hits)], self.indexes.stemmer,
                          QUESTION_WORDS)
         asked = terms[0]
-        close = relevances(query_vec, [rows[h.memory.id] for h in drawn])
-        close = [*close.tolist(), *(float(np.clip(h.score, 0, 1)) for h in linked)]
-        return {h.memory.id: max(near, coverage(asked, said))
-                for h, near, said in zip(every, close, terms[1:])}
+        return {h.memory.id: max(close[h.memory.id] if h.memory.id in close
+                                 else float(np.clip(h.score, 0, 1)), coverage(asked, said))
+                for h, said in zip(hits, terms[1:])}
 
     def _text(self, memory: Memory) -> str:
         return hit_text(memory, dates=self.config.search.context_dates)
