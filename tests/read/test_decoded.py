@@ -4,6 +4,8 @@ and a caller changing a hit must not change the next search's."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from rmm_core.types import FactChange, from_iso
@@ -91,3 +93,13 @@ def test_candidates_read_late_score_as_the_hits_do(open_memory):
     top = result.hits[0]
     assert scored[top.memory.id] == pytest.approx(top.score)
     assert all(0.0 <= s <= 1.0 for s in scored.values())
+
+
+def test_a_result_pickles_with_its_candidates(open_memory):
+    mem = open_memory()
+    _leeds_then_york(mem)
+    result = mem.search("Where do I live?", user_id="ana", k=1)
+    again = pickle.loads(pickle.dumps(result))
+    assert [h.text for h in again] == [h.text for h in result]
+    assert [(c.memory.id, c.score) for c in again.candidates] == \
+        [(c.memory.id, c.score) for c in result.candidates]
