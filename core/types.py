@@ -366,14 +366,14 @@ class SearchResult(Sequence[MemoryHit]):
             self._candidates = self._candidates()
         return self._candidates
 
+    @candidates.setter
+    def candidates(self, value: list[MemoryHit] | Callable[[], list[MemoryHit]]) -> None:
+        self._candidates = value
+
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled with its candidates made (a function of the search does not pickle)."""
         return (SearchResult, (self.id, self.query, self.user_id, self.hits, self.candidates,
                                self.state, self.explanation))
-
-    @candidates.setter
-    def candidates(self, value: list[MemoryHit] | Callable[[], list[MemoryHit]]) -> None:
-        self._candidates = value
 
     def __iter__(self) -> Iterator[MemoryHit]:
         return iter(self.hits)

@@ -229,7 +229,7 @@ def _excerpt(hit: MemoryHit, parts: list[_Part], asked: frozenset[str],
             kept[i, j] = turn.sentences[j]
             carried.add(i)
             room -= size
-            if room < smallest or not room:  # no sentence fits any more
+            if room < smallest:  # no sentence fits any more (each has a word)
                 break
     if not kept and ranked:
         _, _, i, j = ranked[0]
