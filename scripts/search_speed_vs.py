@@ -80,7 +80,8 @@ def unpack(rev: str, folder: Path) -> Path:
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "core"],
                              capture_output=True, check=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(folder, filter="data")
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # 3.10.12+
+        tar.extractall(folder, **safe)
     (folder / "core").rename(folder / "rmm_core")
     return folder
 
@@ -99,17 +100,18 @@ def main() -> None:
     parser.add_argument("--store", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        return worker(args)
+        worker(args)
+        return
     if not args.rev:
         parser.error("name the earlier commit")
-    calls = [dict([(c.split("=")[0], int(c.split("=")[1]))]) for c in args.call or ["k=5"]]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         old = str(unpack(args.rev, folder / "old"))
-        sides = [(f"{args.rev} k=5", old, folder / "old.sqlite", {"k": 5}),
-                 *((f"now {next(iter(c))}={next(iter(c.values()))}", None,
-                    folder / "now.sqlite", c) for c in calls)]
-        for path, store in {(old, folder / "old.sqlite"), (None, folder / "now.sqlite")}:
+        sides = [(f"{args.rev} k=5", old, folder / "old.sqlite", {"k": 5})]
+        for call in args.call or ["k=5"]:
+            name, _, value = call.partition("=")
+            sides.append((f"now {call}", None, folder / "now.sqlite", {name: int(value)}))
+        for path, store in ((old, folder / "old.sqlite"), (None, folder / "now.sqlite")):
             run_side(args, path, store, "ingest")
         figures: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in sides}
         for round_ in range(args.rounds):
