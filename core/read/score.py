@@ -13,7 +13,6 @@ threshold (`search(min_score=...)`) cuts the tail of the list.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 import numpy as np
 
@@ -49,13 +48,10 @@ def coverage(asked: Sequence[str], said: Sequence[str]) -> float:
     return LEXICAL * len(wanted.intersection(said)) / len(wanted) if wanted else 0.0
 
 
-def scored(hits: Sequence[MemoryHit], relevance_of: Mapping[str, float],
-           min_score: float | None = None) -> list[MemoryHit]:
-    """The hits in the same order, each scored with its relevance capped by the scores above
-    it (`relevance_of`: each hit's relevance, by memory id); cut where a score falls below
-    `min_score`."""
-    scores = capped(relevance_of[h.memory.id] for h in hits)
-    kept = [replace(h, score=s) for h, s in zip(hits, scores)]
-    if min_score is None:
-        return kept
-    return [h for h in kept if h.score >= min_score]
+def scores(hits: Sequence[MemoryHit], relevance_of: Mapping[str, float],
+           min_score: float | None = None) -> list[float]:
+    """The hits' scores in order, each its relevance capped by the scores above it
+    (`relevance_of`: each hit's relevance, by memory id), up to where one falls below
+    `min_score` (non-increasing: what is kept is a prefix)."""
+    out = capped(relevance_of[h.memory.id] for h in hits)
+    return out if min_score is None else [s for s in out if s >= min_score]

@@ -29,7 +29,7 @@ from .index import QUESTION_WORDS, FusionWeights, Scale, UserIndex
 from .latest import latest_first
 from .provisional import OpenTurns
 from .ranked import depth_for, within
-from .score import coverage, relevances, scored
+from .score import coverage, relevances, scores
 from .validity import about_the_past, arrange, valid_at
 from .when import named_period, prefer_period
 
@@ -145,10 +145,10 @@ class Searcher:
         candidates, rows, ranking = listed.candidates, listed.rows, listed.ranking
         close = dict(zip((c.memory.id for c in candidates), relevances(
             query_vec, [rows[c.memory.id] for c in candidates]).tolist()))
-        hits = scored(hits, self._relevance(hits, query, close), min_score)
         own = _Copies()
-        result.hits = hits = [replace(h, memory=own(h.memory), rank=n)
-                              for n, h in enumerate(hits, 1)]
+        result.hits = hits = [replace(h, memory=own(h.memory), rank=n, score=s) for n, (h, s)
+                              in enumerate(zip(hits, scores(hits, self._relevance(
+                                  hits, query, close), min_score)), 1)]
         laps.lap("scores")
         if ranking is not None:  # the reranker's own picks among what was shown
             ranking.kept = min(len(hits), len(listed.head), ranking.kept)
