@@ -145,10 +145,10 @@ class Searcher:
         candidates, rows, ranking = listed.candidates, listed.rows, listed.ranking
         close = dict(zip((c.memory.id for c in candidates), relevances(
             query_vec, [rows[c.memory.id] for c in candidates]).tolist()))
+        kept = scores(hits, self._relevance(hits, query, close), min_score)
         own = _Copies()
-        result.hits = hits = [replace(h, memory=own(h.memory), rank=n, score=s) for n, (h, s)
-                              in enumerate(zip(hits, scores(hits, self._relevance(
-                                  hits, query, close), min_score)), 1)]
+        result.hits = hits = [replace(h, memory=own(h.memory), rank=n, score=s)
+                              for n, (h, s) in enumerate(zip(hits, kept), 1)]
         laps.lap("scores")
         if ranking is not None:  # the reranker's own picks among what was shown
             ranking.kept = min(len(hits), len(listed.head), ranking.kept)
