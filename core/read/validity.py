@@ -92,9 +92,8 @@ def arrange(hits: Sequence[MemoryHit], *, query: str, current_first: bool,
     out = []
     for h in order:
         memory = h.memory
-        said = "" if memory.valid_to is None and not memory.conflicts else (
-            note(memory, moment) if not memory.changed_part or asks.get(memory.id) else ""
-        ) + conflict_note(memory, dates)
+        said = (note(memory, moment) if not memory.changed_part or asks.get(memory.id)
+                else "") + conflict_note(memory, dates)
         out.append(MemoryHit(memory, h.score, h.text + said, h.rank) if said else h)
     return out
 
