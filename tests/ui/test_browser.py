@@ -22,6 +22,7 @@ pytest.importorskip("starlette", reason="the ui extra is not installed (pip inst
 pytest.importorskip("selenium", reason="selenium is not installed (the test extra)")
 
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as shown  # noqa: E402
@@ -115,9 +116,11 @@ def shot(driver, tmp_path: Path, name: str) -> Path:
 
 def arrive(driver, heading: str) -> None:
     """Wait until the page whose heading holds `heading` has loaded (a click returns
-    before the next page does)."""
-    WebDriverWait(driver, 20).until(shown.text_to_be_present_in_element((By.TAG_NAME, "h1"),
-                                                                         heading))
+    before the next page does). A heading read while the old page is being replaced is
+    gone before its text is ("Node with given id does not belong to the document"): the
+    wait reads it again, and still fails if the heading never shows."""
+    WebDriverWait(driver, 20, ignored_exceptions=(WebDriverException,)).until(
+        shown.text_to_be_present_in_element((By.TAG_NAME, "h1"), heading))
 
 
 def weights(driver) -> dict[str, float]:
