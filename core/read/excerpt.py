@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..language.tokens import stop_words, tokenize
+from ..language.tokens import stop_words, tokenize, tokenize_together
 from ..types import MemoryHit
 from .index import QUESTION_WORDS
 
@@ -189,8 +189,9 @@ def _turns(text: str, speakers: tuple[str, ...], refs: tuple[str, ...],
 def _turn(label: str, text: str, ref: str | None, stemmer: Callable | None) -> _Turn:
     """One turn's text read into sentences, their word counts and keys."""
     sentences = tuple(_split(text))
+    said = tokenize_together(sentences, stemmer, _dropped())
     return _Turn(label, sentences, ref, tuple(_words(s) for s in sentences),
-                 tuple(_keys(s, stemmer) for s in sentences))
+                 tuple(frozenset(w[:KEY] for w in words) for words in said))
 
 
 def _label(line: str, speakers: Sequence[str]) -> str:
@@ -217,12 +218,11 @@ def _excerpt(hit: MemoryHit, parts: list[_Part], asked: frozenset[str],
     head, _, tail = hit.text.partition(hit.memory.text)
     room = words - len(head.split()) - len(tail.split())
     turns = [p.turn for p in parts]
-    ranked = sorted((-len(asked & key), -p.closeness, i, j) for i, p in enumerate(parts)
-                    for j, key in enumerate(p.turn.keys))
-    smallest = min((n for t in turns for n in t.sizes), default=0)
+    ranked = _ranked(parts, asked)
+    smallest = min((min(t.sizes) for t in turns if t.sizes), default=0)
     kept: dict[tuple[int, int], str] = {}
     carried: set[int] = set()
-    for _, _, i, j in ranked:
+    for i, j in ranked:
         turn = turns[i]
         size = turn.sizes[j] + (0 if i in carried else _words(turn.label))
         if size <= room:
@@ -232,7 +232,7 @@ def _excerpt(hit: MemoryHit, parts: list[_Part], asked: frozenset[str],
             if room < smallest:  # no sentence fits any more (each has a word)
                 break
     if not kept and ranked:
-        _, _, i, j = ranked[0]
+        i, j = ranked[0]
         cut = max(1, room - len(turns[i].label.split()))
         kept[i, j] = " ".join(turns[i].sentences[j].split()[:cut])
         carried.add(i)
@@ -245,3 +245,19 @@ def _excerpt(hit: MemoryHit, parts: list[_Part], asked: frozenset[str],
     if text == hit.text:
         return hit
     return replace(hit, text=text, excerpt_refs=tuple(refs) if refs else None)
+
+
+def _ranked(parts: list[_Part], asked: frozenset[str]) -> list[tuple[int, int]]:
+    """Each (part, sentence) in the order `_excerpt` keeps them: most of the `asked` keys
+    shared first, then the part closest to the question, then the first said. Most
+    sentences share none; they keep the order of their parts and places."""
+    shared, rest = [], []
+    order = enumerate(parts) if len(parts) == 1 else \
+        sorted(enumerate(parts), key=lambda part: -part[1].closeness)
+    for i, part in order:
+        for j, key in enumerate(part.turn.keys):
+            if asked.isdisjoint(key):
+                rest.append((i, j))
+            else:
+                shared.append((-len(asked & key), -part.closeness, i, j))
+    return [(i, j) for *_, i, j in sorted(shared)] + rest
