@@ -87,8 +87,8 @@ def tokenize_together(texts: Sequence[str], stemmer: Callable | None = None,
     """`tokenize`'s tokens of texts read together, uncached, with one stemmer call for all
     their words: a memory's sentences, read once each (a call per sentence and the
     caches' lookups cost more than the stems)."""
-    stop, drop = stop_words("en"), frozenset(drop)
-    words = [[w for w in terms(text) if w not in stop] for text in texts]
+    drop = frozenset(drop)
+    words = [_unstopped(text) for text in texts]
     flat = [w for said in words for w in said]
     stems = iter(stemmer(flat) if stemmer is not None and flat else flat)
     return [[stem for w, stem in zip(said, stems) if w not in drop] for said in words]
@@ -104,10 +104,15 @@ def _kept(text: str, stemmer: Callable | None, drop: frozenset[str]) -> tuple[st
 def _stemmed(text: str, stemmer: Callable | None) -> tuple[tuple[str, str], ...]:
     """Each of `terms` that is no English stop word, with its stem; cached, since a search
     reads the same memories' texts query after query."""
-    stop = stop_words("en")
-    words = [w for w in terms(text) if w not in stop]
+    words = _unstopped(text)
     stems = stemmer(words) if stemmer is not None and words else words
     return tuple(zip(words, stems))
+
+
+def _unstopped(text: str) -> list[str]:
+    """`terms` of a text that are no English stop word: what gets stemmed."""
+    stop = stop_words("en")
+    return [w for w in terms(text) if w not in stop]
 
 
 @lru_cache(maxsize=8)

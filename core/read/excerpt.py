@@ -108,7 +108,12 @@ language cannot tell "arbeitet" is "arbeite", its first letters can."""
 def _keys(text: str, stemmer: Callable | None) -> frozenset[str]:
     """What a text's words say, for the overlap that picks sentences: each stem's first KEY
     letters, without the question words and the stop words of the six languages read."""
-    return frozenset(w[:KEY] for w in tokenize([text], stemmer, _dropped())[0])
+    return _key_set(tokenize([text], stemmer, _dropped())[0])
+
+
+def _key_set(stems: Sequence[str]) -> frozenset[str]:
+    """Each stem's first KEY letters."""
+    return frozenset(w[:KEY] for w in stems)
 
 
 @lru_cache(maxsize=1)
@@ -191,7 +196,7 @@ def _turn(label: str, text: str, ref: str | None, stemmer: Callable | None) -> _
     sentences = tuple(_split(text))
     said = tokenize_together(sentences, stemmer, _dropped())
     return _Turn(label, sentences, ref, tuple(_words(s) for s in sentences),
-                 tuple(frozenset(w[:KEY] for w in words) for words in said))
+                 tuple(map(_key_set, said)))
 
 
 def _label(line: str, speakers: Sequence[str]) -> str:
