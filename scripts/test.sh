@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The test command: lint, commit subjects, the whole suite (slow tests included), then the
-# built wheel installed into a fresh venv (scripts/test_wheel.sh).
+# built wheel installed into a fresh venv (scripts/test_wheel.sh). The suite runs on two
+# workers (pytest-xdist), each test module whole on one, so a module's fixtures load once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/ruff check .
 .venv/bin/python scripts/check_commits.py
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q -n 2 --dist loadscope "$@"
 bash scripts/test_wheel.sh
