@@ -38,15 +38,16 @@ from rmm_core.read import excerpt, search
 
 
 def by_embedder(embedder: Embedder) -> None:
-    """Make every excerpt keep its sentences in the order of their cosine to the question."""
+    """Make every excerpt keep its sentences in the order of their cosine to the question
+    (an `Embedder`'s vectors are unit length, so a dot product)."""
     question: list[np.ndarray] = []
     cut = search.excerpts
 
     def excerpts(hits, query, query_vec, rows, stemmer=None, **kw):  # noqa: ANN001, ANN202
-        question[:] = [unit(query_vec)]
+        question[:] = [query_vec]
         return cut(hits, query, query_vec, rows, stemmer, **kw)
 
-    vector = cache(lambda sentence: unit(embedder.embed([sentence])[0]))
+    vector = cache(lambda sentence: embedder.embed([sentence])[0])
 
     def ranked(parts, asked):  # noqa: ANN001, ANN202, ARG001
         return closest_first(parts, question[0], vector)
@@ -61,10 +62,6 @@ def closest_first(parts: list[Any], question: np.ndarray,
     places = [(i, j) for i, p in enumerate(parts) for j in range(len(p.turn.sentences))]
     close = np.array([vector(parts[i].turn.sentences[j]) @ question for i, j in places])
     return [places[n] for n in np.argsort(-close, kind="stable")]
-
-
-def unit(v: np.ndarray) -> np.ndarray:
-    return v / np.linalg.norm(v)
 
 
 def cost(convs: list[Any], embedder: Embedder) -> dict[str, float]:

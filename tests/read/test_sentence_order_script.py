@@ -24,8 +24,8 @@ def test_embedder_order_puts_the_sentence_meant_first(embedder):
             "The weather stayed grey until noon.")
     turns = excerpt._turns(text, ("user",), ("t1",), None)
     parts = [excerpt._Part(turn, 0.0) for turn in turns]
-    question = script.unit(embedder.embed(["Which animal lives with them?"])[0])
-    vector = lambda s: script.unit(embedder.embed([s])[0])  # noqa: E731
+    question = embedder.embed(["Which animal lives with them?"])[0]
+    vector = lambda s: embedder.embed([s])[0]  # noqa: E731
     order = script.closest_first(parts, question, vector)
     assert sorted(order) == [(0, 0), (0, 1), (0, 2)]
     assert order[0] == (0, 1)
