@@ -1,10 +1,11 @@
 """`rmm bench supersede --through-search`: changes of knowledge measured through the public
 API, the way a held-out check sees them.
 
-Each case is three dated sessions of one user: the first states a fact, the second is small
-talk on another topic, the third either changes the fact ("First week at the bank went
-great") or only shares words with it (a friend's move, a visit, a plan dropped, a restatement:
-a *non-change*, after which the fact still holds). For each case the bench opens a fresh
+Each case is three or more dated sessions of one user: the first states a fact, the later
+ones hold small talk on other topics and mentions of the fact's thing, and the last either
+changes the fact ("First week at the bank went great") or only mentions it (a complaint, a
+friend's move, a visit, a plan dropped, a restatement: a *non-change*, after which the fact
+still holds). For each case the bench opens a fresh
 `ReflectiveMemory.open(":memory:")` (default settings, no LLM; one embedder shared by all),
 adds the sessions with `add_session(turns, user_id=, started_at=date)`, searches the
 present-tense question (`k=5`) and, when the case has one, a past-tense question with
@@ -32,13 +33,15 @@ The set ships as `rmm_core/data/updates_dev.jsonl`, one case per line:
 `kind` is what changes (residence, job, ...); `lang` an ISO 639-1 code, the question in the
 same language; `implicit` marks a change that names neither the change nor the old value's
 end (only its consequence); `partial` a change of part of the fact (a second cat);
-`non_change` is null for a change, else what the third session is instead (relative,
+`non_change` is null for a change, else what the last mention is instead (relative,
 other-person, visit, hypothetical, dropped, restatement, past-story, complaint, plan,
-question, negated-other, additional, temporary, anecdote, gift, helping). `fact` holds the turn
-ids (session 1) stating the fact; `update` those of session 3 that change it or, for a
-non-change, share its words; `current` those holding the answer after session 3: `update`
-for a change, `fact` for a non-change. `past` (optional) asks what held at `as_of`, a date
-between the fact and the change; its answer is the fact.
+question, negated-other, additional, temporary, anecdote, gift, helping, exception, mention,
+confirmation). `fact` holds the turn ids (first session) stating the fact; `update` those of
+later sessions that change it or, for a non-change, mention it; `current` those holding the
+answer after the last session: the change's turns for a change, `fact` for a non-change.
+`past` (optional) asks what held at `as_of`, a date between the fact and the last session;
+its answer is the fact. `family` (optional) says how the case is told: "chat" (the
+default), "long-message" (inside long messages) or "two-people" (two friends talking).
 
 With an `llm`, each case's memory is opened with it and `JUDGED` (the change judge on,
 extraction, reconciliation and segmentation LLM-free), so every LLM call is the judge's;
@@ -60,10 +63,13 @@ from ..errors import InvalidInputError
 
 CASES = files("rmm_core") / "data" / "updates_dev.jsonl"
 FIELDS = {"id", "kind", "lang", "change", "implicit", "partial", "non_change", "sessions",
-          "question", "fact", "update", "current", "past"}
+          "question", "fact", "update", "current", "past", "family"}
 NON_CHANGES = ("relative", "other-person", "visit", "hypothetical", "dropped", "restatement",
                "past-story", "complaint", "plan", "question", "negated-other", "additional",
-               "temporary", "anecdote", "gift", "helping")
+               "temporary", "anecdote", "gift", "helping", "exception", "mention",
+               "confirmation")
+SESSIONS = (3, 12)
+"""Fewest and most sessions of a case."""
 FIGURES = ("current_first", "stale_marked", "stale_as_current", "non_change_superseded",
            "past_first")
 """Each figure, in the order printed."""
@@ -95,6 +101,8 @@ class Case:
     current: frozenset[str]
     past: tuple[str, str] | None = None
     """(question, as_of) of the past-tense question, whose answer is the fact."""
+    family: str = "chat"
+    """How it is said: "chat", "long-message" (inside long messages), "two-people"."""
 
 
 def load_cases(path: Any = None) -> list[Case]:
@@ -120,8 +128,9 @@ def _case(row: dict[str, Any]) -> Case:
     unknown = set(row) - FIELDS
     if unknown:
         raise InvalidInputError(f"unknown field(s) {sorted(unknown)}")
-    if len(row["sessions"]) != 3:
-        raise InvalidInputError(f"{len(row['sessions'])} sessions, not 3")
+    if not SESSIONS[0] <= len(row["sessions"]) <= SESSIONS[1]:
+        raise InvalidInputError(f"{len(row['sessions'])} sessions, not {SESSIONS[0]} to "
+                                f"{SESSIONS[1]}")
     sessions = []
     for s in row["sessions"]:
         turns = tuple({"id": str(t["id"]), "speaker": str(t["speaker"]), "text": str(t["text"])}
@@ -129,28 +138,32 @@ def _case(row: dict[str, Any]) -> Case:
         if not turns:
             raise InvalidInputError("a session without turns")
         sessions.append((date.fromisoformat(s["date"]).isoformat(), turns))
-    if not sessions[0][0] < sessions[1][0] < sessions[2][0]:
+    dates = [when for when, _ in sessions]
+    if any(a >= b for a, b in zip(dates, dates[1:])):
         raise InvalidInputError("session dates are not in order")
     ids = [{t["id"] for t in turns} for _, turns in sessions]
+    later = set().union(*ids[1:])
     fact, update, current = (frozenset(row[k]) for k in ("fact", "update", "current"))
-    if not fact or not fact <= ids[0] or not update or not update <= ids[2]:
-        raise InvalidInputError("`fact` must name turns of session 1, `update` of session 3")
+    if not fact or not fact <= ids[0] or not update or not update <= later:
+        raise InvalidInputError("`fact` must name turns of the first session, `update` of "
+                                "later ones")
     change, non_change = bool(row["change"]), row["non_change"]
-    if current != (update if change else fact):
-        raise InvalidInputError("`current` must be `update` for a change, `fact` otherwise")
+    if current != (update if change else fact) and not (change and current <= update):
+        raise InvalidInputError("`current` must be in `update` for a change, `fact` otherwise")
     if change == (non_change is not None) or (non_change and non_change not in NON_CHANGES):
         raise InvalidInputError(f"non_change {non_change!r} does not fit change={change}")
     past = row.get("past")
     if past is not None:
         as_of = date.fromisoformat(past["as_of"]).isoformat()
-        if not sessions[0][0] <= as_of < sessions[2][0]:
+        if not dates[0] <= as_of < dates[-1]:
             raise InvalidInputError(f"past as_of {as_of} is not between the fact and the change")
         past = (str(past["question"]), as_of)
     if not str(row["question"]).strip():
         raise InvalidInputError("empty question")
     return Case(str(row["id"]), str(row["kind"]), str(row["lang"]), change,
                 bool(row["implicit"]), bool(row["partial"]), non_change, tuple(sessions),
-                str(row["question"]), fact, update, current, past)
+                str(row["question"]), fact, update, current, past,
+                str(row.get("family", "chat")))
 
 
 def sample(cases: Sequence[Case], n: int) -> list[Case]:
@@ -189,11 +202,11 @@ def _count(values: Iterable[Any]) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda item: (-item[1], item[0])))
 
 
-def _holds(hit: Any, turns: frozenset[str]) -> bool:
+def holds(hit: Any, turns: frozenset[str]) -> bool:
     return bool(turns.intersection(hit.refs))
 
 
-def _marked(hit: Any) -> bool:
+def marked(hit: Any) -> bool:
     """Whether a hit says it no longer holds: its memory's or the hit's own `current`."""
     return hit.memory.current is False or getattr(hit, "current", None) is False
 
@@ -202,18 +215,18 @@ def outcome(case: Case, hits: Sequence[Any], memories: Sequence[Any],
             past_hits: Sequence[Any] | None = None) -> dict[str, bool | None]:
     """One case's figures (None where a figure does not apply) from its search hits, every
     memory of its store and the past question's hits."""
-    stale = [h for h in hits if _holds(h, case.fact) and not _holds(h, case.update)]
+    stale = [h for h in hits if holds(h, case.fact) and not holds(h, case.update)]
     top = hits[0] if hits else None
     top_stale = top is not None and top in stale
     return {
-        "current_first": top is not None and _holds(top, case.current),
-        "stale_marked": any(_marked(h) for h in stale) if case.change else None,
-        "stale_as_current": (top_stale and not _marked(top)) if case.change else None,
+        "current_first": top is not None and holds(top, case.current),
+        "stale_marked": any(marked(h) for h in stale) if case.change else None,
+        "stale_as_current": (top_stale and not marked(top)) if case.change else None,
         "non_change_superseded": None if case.change else any(
             not m.current for m in memories if case.fact.intersection(m.refs)) or any(
-            _marked(h) for h in hits if _holds(h, case.fact)),
-        "past_first": None if case.past is None else bool(past_hits) and _holds(
-            past_hits[0], case.fact) and not _holds(past_hits[0], case.update)}
+            marked(h) for h in hits if holds(h, case.fact)),
+        "past_first": None if case.past is None else bool(past_hits) and holds(
+            past_hits[0], case.fact) and not holds(past_hits[0], case.update)}
 
 
 def stored_marks(case: Case, hits: Sequence[Any], memories: Sequence[Any]
@@ -221,7 +234,7 @@ def stored_marks(case: Case, hits: Sequence[Any], memories: Sequence[Any]
     """The marks written on write only (a memory's `current`), without the read-time ones
     of `rmm_core.read.versions`: a stale hit's memory (changes), a memory holding the fact
     (non-changes)."""
-    stale = [h for h in hits if _holds(h, case.fact) and not _holds(h, case.update)]
+    stale = [h for h in hits if holds(h, case.fact) and not holds(h, case.update)]
     return {"stale_marked": any(h.memory.current is False for h in stale) if case.change
             else None,
             "non_change_superseded": None if case.change else any(

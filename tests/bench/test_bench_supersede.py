@@ -106,7 +106,7 @@ def _row(**changes) -> dict:
 @pytest.mark.parametrize("bad, error", [
     ({"colour": "red"}, "unknown field"),
     ({"current": ["x1-s1-t1"]}, "current"),
-    ({"fact": ["x1-s3-t1"]}, "session 1"),
+    ({"fact": ["x1-s3-t1"]}, "first session"),
     ({"non_change": "visit"}, "non_change"),
     ({"past": {"question": "Where?", "as_of": "2024-07-01"}}, "as_of"),
 ])
