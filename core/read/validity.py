@@ -21,7 +21,23 @@ ABOUT_THE_PAST = re.compile(
 rank, the superseded memories are part of the answer."""
 
 NOTE_WORDS = 16
-"""Most words quoted from a successor in a superseded hit's note."""
+"""Words quoted from a successor in a superseded hit's note: whole clauses while they fit,
+a longer first clause whole up to twice as many."""
+_CLAUSE_END = re.compile(r"(?<=[,;:.!?…])\s+")
+
+
+def quote(text: str, most: int = NOTE_WORDS) -> str:
+    """The start of `text` in whole clauses of at most `most` words in all (a first clause
+    longer than that whole, up to `2 * most` words), " …" where it goes on."""
+    clauses = _CLAUSE_END.split(" ".join(text.split()))
+    taken: list[str] = []
+    for clause in clauses:
+        if taken and len(" ".join([*taken, clause]).split()) > most:
+            break
+        taken.append(clause)
+    words = " ".join(taken).split()
+    cut = words[:2 * most]
+    return " ".join(cut) + (" …" if len(cut) < len(text.split()) else "")
 
 
 def about_the_past(query: str) -> bool:
@@ -40,8 +56,7 @@ def note(memory: Memory, as_of: datetime | None = None) -> str:
     now, or at `as_of`)."""
     if memory.valid_to is None or as_of is not None and not as_utc(memory.valid_to) <= as_of:
         return ""
-    words = (memory.changed_to or "").split()
-    said = " ".join(words[:NOTE_WORDS]) + (" …" if len(words) > NOTE_WORDS else "")
+    said = quote(memory.changed_to or "")
     what = "partly changed" if memory.changed_part else "changed"
     arrow = f" → {said}" if said else ""
     return f" ({what} {format_date(memory.valid_to)}{arrow})"
