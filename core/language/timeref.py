@@ -40,7 +40,7 @@ _PATTERN = regex.compile(
     # "first run in two years" look back over them
     r"|(?<!(?:\bha(?:ve|s|d)n't|\bha(?:ve|s|d) not|\bnever|\bnot (?:a|one|once|a single)|"
     r"\bno)\b[^.!?,;:]{0,40}|\bfirst time )in "
-    + _COUNT.replace("?P<n>", "?P<n2>") + r" (?P<unit2>day|week|month|year)s?"
+    + _COUNT.replace("?P<n>", "?P<n2>") + r" (?P<unit2>day|week|month|year)s?(?! ago)"
     r")\b(?! *\()",
     regex.IGNORECASE)
 
