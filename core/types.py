@@ -283,6 +283,9 @@ class FactChange:
     """The new memory's words that changed it."""
     signals: tuple[str, ...] = ()
     """The evidence the rules checked (all of `write.supersede.SIGNALS` unless ablated)."""
+    confidence: float = 1.0
+    """How sure the change is (`rmm_core.language.change`); a rule's change is recorded
+    only at `change.SURE` or above, an LLM's is taken as sure."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,7 @@ CUES = re.compile(
     r"adjusted|revised|extended|shortened|bumped|upped|cut|shifted|slipped|pushed|passed|hit|"
     r"went back|as of|quit|left|stopped|gave up|given up|ended|"
     r"became|become|started|turned|got (?:a|an|my) new|cancel+ed|correction|scratch that|"
+    r"hired|promoted|"
     r"from now on|going forward|at this point|so far|total of|reached|up to|down to)\b",
     re.IGNORECASE)
 """Words that say a fact is new or has changed."""
@@ -83,7 +84,7 @@ sure my new quota of 1,200 is met" states the new quota)."""
 
 FAMILIES = {
     "residence": "live lives living lived moved move moving relocated relocate based home "
-                 "apartment flat house city address neighborhood neighbourhood hometown",
+                 "apartment flat house address neighborhood neighbourhood hometown",
     "job": "work works working job position role employer company hired career profession "
            "occupation employed",
     "schedule": "scheduled schedule rescheduled reschedule meeting appointment webinar call "

@@ -12,7 +12,7 @@ of change cues, so a change said without "moved" or "now" still counts.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -212,20 +212,33 @@ _I = regex.compile(r"I(?:['’](?:m|ve|d|ll))?$")
 _GROUNDED = regex.compile(r"\s*\((?:the (?:week|weekend) of )?[^()]*\d{4}\)")
 """The date grounding added after a relative time: no name the person said."""
 _ENDS = regex.compile(
-    r"\b(?:without|no more|not any ?more|no longer|gone|sold|cancel+ed|quit|stopped|ended|"
-    r"broke up|split up|passed away|died|put (?:[\w']+ ){0,4}?down|buried|lost|gave (?:\w+ )?up|"
-    r"refund\w*|money back|the end of|called (?:it )?off|called it quits|divorc\w*|"
-    r"moved out|"
+    r"\b(?:without|no more|not (?:[\w']+ ){0,3}any ?more|n't (?:[\w']+ ){0,3}any ?more|"
+    r"no longer|gone|sold|cancel+ed|quit|stopped(?! by)|"
+    r"ended(?! up)|broke up|split up|passed away|died|put (?:[\w']+ ){0,4}?down|buried|lost|"
+    r"gave (?:\w+ )?up|refund\w*|money back|the end of|called (?:it )?off|called it quits|"
+    r"divorc\w*|moved out|(?:moved|switched|changed|relocated) (?:away )?from|"
+    r"(?:moved|switched|got) off|retired|"
+    r"left(?! (?:back|side|hand|knee|leg|arm|over|wing|lane|turn|for))|"
+    r"handed in|traded (?:in|away)|got rid of|gave (?:\w+ ){0,3}away|donated|dropped out|"
+    r"last day|deleted|shut down|said goodbye|goodbye to|tapered off|replaced|"
     r"ohne|nicht mehr|kein\w* mehr|verkauft|gekündigt|gestorben|vorbei|Schluss gemacht|"
-    r"\w*erstattet|getrennt|geschieden|ausgezogen|"
+    r"\w*erstattet|getrennt|geschieden|ausgezogen|aufgegeben|aufgehört|abgeschafft|"
+    r"abgemeldet|weggegeben|verschenkt|gewechselt|in Rente|"
     r"sans|plus de|ne \w+ plus|vendu|annulé\w*|mort\w*|fini|rembours\w*|rompu|"
-    r"séparé\w*|"
+    r"séparé\w*|quitté\w*|arrêté|abandonné\w*|lâché|résilié\w*|à la casse|parti\w*|"
+    r"à la retraite|"
     r"sin|ya no|vend[íi]\w*|cancel[ée]\w*|muri[óo]|se acabó|reembols\w*|devolvieron|"
-    r"lo dejamos|nos separamos|separad[oa]s?|"
+    r"lo dejamos|nos separamos|separad[oa]s?|dej[ée]|renunci[ée]|me deshice|di de baja|"
+    r"se jubiló|jubilad[oa]|"
     r"senza|non più|vendut\w*|disdett\w*|mort\w*|finit\w*|rimbors\w*|ci siamo lasciati|"
-    r"separat[ioe]|"
-    r"sem|já não|vendi\w*|cancelei|morreu|acabou|terminamos)\b", _FLAGS)
+    r"separat[ioe]|lasciat[oa]|smesso|mollat[oa]|licenziat[oa]|in pensione|"
+    r"sem|já não|vendi\w*|cancelei|morreu|acabou|terminamos|larguei|deixei|parei|"
+    r"pedi demissão|desativei|aposentou|aposentad[oa])\b", _FLAGS)
 """Words that end a state: a later mention of its names with one of them is a change."""
+_WEAK_ENDS = regex.compile(r"^(?:without|lost|left|gone|ohne|sans|fini|sin|senza|sem)$",
+                           _FLAGS)
+"""End words that as often say something else ("without falling asleep", "we lost 2-1",
+"left back"): they end only the word next to them."""
 _ASKS = regex.compile(
     r"^(?:¿|(?:what|whats|what's|how|why|where|when|which|who|can|could|is|are|do|does|did|"
     r"should|any|recommend|explain|tell me|give me|help me|show me|write|translate|"
@@ -368,6 +381,44 @@ def _says(words: regex.Pattern, text: str) -> bool:
     """Whether `text` says one of `words`, in any case but as capitals ("gave up on IF":
     intermittent fasting, no condition)."""
     return any(not (found[0].isupper() and len(found[0]) > 1) for found in words.finditer(text))
+
+
+def speaks_of_self(text: str) -> bool:
+    """Whether `text` says "I", "my", "we" or the like in one of the six languages."""
+    return bool(_ME.search(text))
+
+
+def weighs(sentence: str) -> bool:
+    """Whether a sentence weighs a choice, wishes, supposes or speaks of a time ahead ("I'm
+    thinking of taking it", "interview next thursday"): nothing it says has happened."""
+    return _says(_WEIGHED, _without_hindsight(sentence)) or _ahead(sentence)
+
+
+def asks(text: str) -> bool:
+    """Whether a sentence or clause asks or requests rather than states."""
+    return bool(_ASKS.search(text))
+
+
+def ends_near(clause: str, near: Callable[[str], bool], reach: int = 3) -> bool:
+    """Whether `clause` says something ended of a word `near` accepts: one of `_ENDS` in the
+    clause, or, for a word that as often says something else (`_WEAK_ENDS`: "we lost 2-1"),
+    one within `reach` words of it."""
+    words = [(m.start(), m.group()) for m in _WORD.finditer(clause)]
+    named = [i for i, (_, w) in enumerate(words) if any(map(near, terms(w)))]
+    if not named:
+        return False
+    for found in _ENDS.finditer(clause):
+        if found[0].isupper() and len(found[0]) > 1:
+            continue  # capitals name something: "IF" is intermittent fasting
+        if not _WEAK_ENDS.match(found[0]):
+            return True
+        at = sum(1 for start, _ in words if start < found.start())
+        if any(abs(at - i) <= reach for i in named):
+            return True
+    return False
+
+
+_WORD = regex.compile(r"[\p{L}\p{M}\p{N}][\p{L}\p{M}\p{N}'’-]*")
 
 
 def parties(question: str) -> frozenset[str]:

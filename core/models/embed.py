@@ -80,6 +80,8 @@ class _PackagedMiniLM(ABC):
 
     name = "all-MiniLM-L6-v2-int8"
     dim = 384
+    languages = frozenset({"en"})
+    """What its cosines mean something in (an embedder without the attribute: any)."""
 
     def __init__(self, batch_size: int, max_tokens: int) -> None:
         from tokenizers import Tokenizer

@@ -284,7 +284,8 @@ class Searcher:
             if now and period is None:
                 head = newest_first(head, query, query_vec, rows,
                                     others=self.config.fusion.assistant_speakers,
-                                    guess=not self.config.stages.judge_changes, close=close)
+                                    guess=not self.config.stages.judge_changes, close=close,
+                                    meaning=getattr(self.embedder, "languages", None))
                 steps.after("newest version first", head)
         return head
 

@@ -38,12 +38,13 @@ from datetime import timedelta
 
 import numpy as np
 
+from ..language.change import evidence
 from ..language.dates import format_date
 from ..language.stance import STEM, Stance, parties, stance, theirs
 from ..language.tokens import terms
 from ..types import Memory, MemoryHit, as_utc
 from .score import relevances
-from .validity import NOTE_WORDS
+from .validity import quote
 
 FLOOR = 0.2
 """Least cosine of a hit's best row to the query for it to answer the question."""
@@ -65,13 +66,15 @@ GAP = timedelta(days=1)
 def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
                  rows: Mapping[str, np.ndarray], *, now: bool = True,
                  others: Collection[str] = (), guess: bool = True,
-                 close: Mapping[str, float] | None = None) -> list[MemoryHit]:
+                 close: Mapping[str, float] | None = None,
+                 meaning: Collection[str] | None = None) -> list[MemoryHit]:
     """The hits with each newest version of a fact right before its highest older version,
     the older ones marked `current=False` and noted (`now` False: the hits as they are).
     `rows` maps a memory id to its unit vector rows; hits without rows are left alone;
     `others` names the speakers (the assistant) whose words say nothing of the asker;
     `guess` False keeps to the versions the bank recorded on write (an LLM judged them);
-    `close`: the hits' `closeness` to the query, when a caller has it already."""
+    `close`: the hits' `closeness` to the query, when a caller has it already; `meaning`:
+    the languages the embedder reads (None: any), where nearness alone ties two hits."""
     if not now:
         return list(hits)
     if close is None:
@@ -81,7 +84,7 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
     asked, near = answering
     live = {i for i in asked if hits[i].memory.current and hits[i].current is not False}
     newer = _versions(hits, set(near), [i for i in asked if i in live and asked[i] >= REACH],
-                      rows, query, others) if guess else {}
+                      rows, query, others, meaning) if guess else {}
     place = {h.memory.id: i for i, h in enumerate(hits)}
     # an answer the bank knows changed: its successor first when it answers too, or, when
     # an LLM judged the change on write (no `guess`), when it is within reach of the query
@@ -160,14 +163,13 @@ def _answering(hits: Sequence[MemoryHit], close: Mapping[str, float]
 
 def outdated_note(successor: Memory) -> str:
     """` (may have changed 10 June 2024 → <first words of what replaced it>)`."""
-    words = successor.text.split()
-    said = " ".join(words[:NOTE_WORDS]) + (" …" if len(words) > NOTE_WORDS else "")
-    return f" (may have changed {format_date(successor.valid_from)} → {said})"
+    return f" (may have changed {format_date(successor.valid_from)} → " \
+        f"{quote(successor.text)})"
 
 
 def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[int],
-              rows: Mapping[str, np.ndarray], query: str,
-              others: Collection[str]) -> dict[int, int]:
+              rows: Mapping[str, np.ndarray], query: str, others: Collection[str],
+              meaning: Collection[str] | None = None) -> dict[int, int]:
     """Each older version's place -> its newest version's place. Two hits within reach, one
     of them an answer (`near`), are versions when their best rows are close (`PAIR`) and
     each other's nearest (in a conversation that keeps returning to a subject, many hits are
@@ -199,7 +201,9 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
             continue  # "Priya finally moved out of Denver", "the retriever isn't mine"
         said = _content(old.text) - words
         if read.present and not (read.goes_on & said and not read.moves_on & said) and \
-                not _goes_on_about(read, before):
+                not _goes_on_about(read, before) and evidence(
+                    old.text, hits[b].memory.text, question=query, others=others,
+                    meaning=meaning).sure:
             out[a] = b
     return out
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..config import MemoryConfig
 from ..errors import InvalidInputError
+from ..language.change import SURE
 from ..language.dates import format_date
 from ..models import prompts
 from ..models.llm import metered
@@ -27,7 +28,10 @@ _LINE = re.compile(r"^\W*P\s*(\d+)\s*[:.)\-]\s*\W*(supersedes|conflicts|none)\b"
 
 
 def judge_for(config: MemoryConfig, llm: Any | None) -> ChangeJudge | None:
-    """The judge `stages.judge_changes` asks for (None when it is off)."""
+    """The judge `stages.judge_changes` asks for (None when it is off; unset: on with an
+    LLM)."""
+    if config.stages.judge_changes is None and llm is not None:
+        return ChangeJudge(llm)
     if not config.stages.judge_changes:
         return None
     if llm is None:
@@ -44,11 +48,12 @@ class ChangeJudge:
 
     def __call__(self, found: Sequence[FactChange], nearest: Mapping[str, Sequence[str]],
                  memories: Mapping[str, Memory]) -> list[FactChange]:
-        """The changes to record: the rules' `found` ones the LLM confirms, and those it
-        finds among `nearest` (new memory id -> earlier ids, nearest first)."""
+        """The changes to record: those the LLM finds among the rules' proposals (`found`,
+        sure or not) and among `nearest` (new memory id -> earlier ids, nearest first).
+        Where it gives no verdict, a proposal stands only if the rules are sure of it."""
         pairs = _pairs(found, nearest)
         if not pairs:
-            return list(found)
+            return [c for c in found if _sure(c)]
         prompt = prompts.JUDGE_CHANGES.format(pairs="\n\n".join(
             f"P{k + 1}:\n  EARLIER ({_said(memories[old])}): {memories[old].text}\n"
             f"  LATER ({_said(memories[new])}): {memories[new].text}"
@@ -58,14 +63,14 @@ class ChangeJudge:
                                              lambda a: parse_verdicts(a, len(pairs))),
                                  lambda: None)
         if verdicts is None:
-            return list(found)
+            return [c for c in found if _sure(c)]
         by_pair = {(c.old_id, c.new_id): c for c in found}
         asked = set(pairs)
-        out = [c for c in found if (c.old_id, c.new_id) not in asked]
+        out = [c for c in found if (c.old_id, c.new_id) not in asked and _sure(c)]
         for k, (old, new) in enumerate(pairs):
             verdict, rules = verdicts.get(k), by_pair.get((old, new))
-            if verdict is None:  # not answered: the rules' verdict stands
-                out += [rules] if rules else []
+            if verdict is None:  # not answered: a sure proposal stands
+                out += [rules] if rules and _sure(rules) else []
             elif rules is not None and rules.kind == verdict:  # confirmed: its part and words
                 out.append(replace(rules, signals=("llm",)))
             elif verdict != "none":
@@ -105,6 +110,12 @@ def _pairs(found: Sequence[FactChange], nearest: Mapping[str, Sequence[str]]
     for new, olds in nearest.items():
         pairs += [(old, new) for old in olds[:PASSED_OVER] if (old, new) not in pairs]
     return pairs[:MAX_PAIRS]
+
+
+def _sure(change: FactChange) -> bool:
+    """Whether the rules alone would record it: a contradiction, or a change they are sure
+    of (`language.change.SURE`)."""
+    return change.kind != "supersedes" or change.confidence >= SURE
 
 
 def _said(memory: Memory) -> str:

@@ -28,13 +28,16 @@ claims that changed, and the rest of the memory still holds.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..language.change import evidence
 from ..language.claims import SINGLE_VALUED, Claim, Value, claims
 from ..language.stance import Stance, stance, theirs
 from ..storage.base import Store
@@ -45,10 +48,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmm_core.write.supersede")
 
-SIGNALS = ("subject", "attribute", "cue", "value")
-"""The evidence the rules weigh; `find_changes(..., off=...)` turns any of them off (it
-then always passes), so a bench can measure what each contributes."""
+SIGNALS = ("subject", "attribute", "cue", "value", "sure")
+"""The evidence the rules weigh ("sure": `language.change` finds the change sure, no mention
+of a value that goes on); `find_changes(..., off=...)` turns any of them off (it then
+always passes), so a bench can measure what each contributes."""
 
+MOST_ENDED = 2
+"""Most earlier memories one new memory ends."""
 WHOLE = 0.5
 """A memory is superseded whole when the changed claims hold at least this share of its
 words; below it, in part."""
@@ -62,10 +68,13 @@ one may call it a change ("first week at the bank went great" and "I'm a barista
 
 def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
                  off: Collection[str] = (),
-                 assistants: Collection[str] = ("assistant",)) -> list[FactChange]:
+                 assistants: Collection[str] = ("assistant",),
+                 unsure: bool = False) -> list[FactChange]:
     """The changes `new` memories make to `earlier` ones and to each other (a memory can
     only change one said before it); a memory already superseded is not changed again.
-    What `assistants` say makes and loses no claims: the facts are the people's."""
+    What `assistants` say makes and loses no claims: the facts are the people's. Each
+    change carries its `confidence`; those below `change.SURE` are left out unless
+    `unsure` (proposals for an LLM to decide)."""
     checks = frozenset(SIGNALS) - frozenset(off)
     skip = tuple(sorted(assistants))
     parsed = {m.id: _claims(m.text, tuple(m.speakers or ["user"]), skip)
@@ -82,14 +91,54 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
                   if m.id != memory.id and m.id not in taken and _moment(m) <= _moment(memory)
                   and (changes[memory.id] or denies[m.id] or off) and
                   _whose(read, stance(m.text, others=assistants), checks)]
+        ends: list[FactChange] = []
         for old in before:
             change = _compare(memory, parsed[memory.id], old, parsed[old.id], checks, names)
             if change is None or change.kind == "supersedes" and read.aside:
                 continue  # "when I was a kid we lived in Anchorage": how things were
-            out.append(change)
-            if change.kind == "supersedes":
-                taken.add(old.id)
+            if change.kind == "conflicts":
+                out.append(change)
+                continue
+            sure = evidence(old.text, memory.text, value=_values_of(parsed[old.id]),
+                            replaced=_replaced(parsed[memory.id], parsed[old.id]),
+                            others=assistants)
+            if "sure" not in checks or sure.sure or unsure:
+                ends.append(replace(change, confidence=sure.confidence))
+        # a statement that seems to end many facts at once is about none of them in
+        # particular ("I'm loving the new job!"): it ends the `MOST_ENDED` surest
+        ends.sort(key=lambda c: -c.confidence)
+        out += ends[:MOST_ENDED]
+        taken.update(c.old_id for c in ends[:MOST_ENDED])
     return out
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
+
+
+def _sentence_around(text: str, part: str) -> str:
+    """The sentence of `text` that holds `part` (a claim cut at "but" is no sentence of its
+    own: a note quoting it would cut the sentence in half), without its speaker's name."""
+    for sentence in _SENTENCE_END.split(text):
+        if part in sentence:
+            return _SPEAKER.sub("", sentence).strip()
+    return part
+
+
+_SPEAKER = re.compile(r"^[^\s:][^:\n]{0,40}:\s+")
+
+
+def _values_of(old_claims: Sequence[Claim]) -> str:
+    """The words of the values an earlier memory's claims state ("golf", "leeds", "10000"
+    without its unit): what a later memory naming them again goes on about."""
+    return " ".join(v.text.split(" ")[0] if v.kind == "number" else v.text
+                    for c in old_claims for v in c.values)
+
+
+def _replaced(new_claims: Sequence[Claim], old_claims: Sequence[Claim]) -> bool:
+    """Whether a claim that says something changed states a value of the same kind in place
+    of one of the earlier claims' ("raised my quota to 50,000 requests")."""
+    return any(n.cue and not n.hypothetical and _new_value(n, o)
+               for n in new_claims for o in old_claims)
 
 
 def _whose(new: Stance, old: Stance, checks: frozenset[str]) -> bool:
@@ -168,7 +217,8 @@ class Supersession:
         found: list[FactChange] = []
         if any(changing.values()) or self.judge is not None:
             earlier, nearest = self._earlier(user_id, new, changing)
-            found = find_changes(new, earlier, assistants=self.assistants)
+            found = find_changes(new, earlier, assistants=self.assistants,
+                                 unsure=self.judge is not None)
             if self.judge is not None:
                 found = self.judge(found, nearest, {m.id: m for m in [*earlier, *new]})
         changes = [*known, *(c for c in found if c.old_id not in decided)]
@@ -220,7 +270,8 @@ def _compare(new: Memory, new_claims: list[Claim], old: Memory, old_claims: list
             verdict = _verdict(n, o, checks)
             if verdict == "supersedes":
                 changed += [] if o in changed else [o]
-                by += [] if n.text in by else [n.text]
+                said = _sentence_around(new.text, n.text)
+                by += [] if said in by else [said]
             conflict = conflict or verdict == "conflicts"
     signals = tuple(sorted(checks))
     if changed:
@@ -250,8 +301,8 @@ def _verdict(n: Claim, o: Claim, checks: frozenset[str]) -> str | None:
         return None
     if "value" in checks and not (_new_value(n, o) or (n.ended and not o.ended)):
         return None
-    if "cue" in checks and not (n.cue or n.ended or families & SINGLE_VALUED):
-        return None
+    if "cue" in checks and not (n.cue or n.ended):
+        return None  # "I work as a nurse at the city hospital" is no move from Lisbon
     return "supersedes"
 
 

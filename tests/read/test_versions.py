@@ -10,9 +10,9 @@ from rmm_core import ReflectiveMemory
 from rmm_core.read.versions import answers_first, closeness, newest_first
 from rmm_core.types import Memory, MemoryHit
 
-NURSE = ("I work as a nurse at the city hospital.", "2024-01-10")
-CLINIC = ("Work at the clinic is calmer than the city hospital, I love being a nurse at the "
-          "clinic.", "2024-06-15")
+BARISTA = ("I'm a barista at Blue Bottle downtown.", "2024-01-10")
+BANK = ("Three weeks into the bank job, I don't miss the coffee shop rush at all.",
+        "2024-06-15")
 CAFE = ("Je travaille comme serveuse dans un café à Lyon.", "2024-01-10")
 RESTAURANT = ("Je travaille comme serveuse dans un restaurant à Marseille, les pourboires sont "
               "meilleurs.", "2024-06-15")
@@ -35,7 +35,7 @@ def opened(tmp_path, embedder):
 
 
 @pytest.mark.parametrize("old,new,question", [
-    (NURSE, CLINIC, "Where do I work?"),
+    (BARISTA, BANK, "Where do I work?"),
     (CAFE, RESTAURANT, "Où est-ce que je travaille ?"),
 ], ids=["en", "fr"])
 def test_an_implicit_change_comes_first_and_marks_the_old_fact(opened, old, new, question):
@@ -52,11 +52,11 @@ def test_an_implicit_change_comes_first_and_marks_the_old_fact(opened, old, new,
 
 def test_the_old_fact_said_first_is_moved_below(opened, embedder):
     """Ranked old first, the newer version moves right before it."""
-    mem = opened(NURSE, CLINIC)
+    mem = opened(BARISTA, BANK)
     by_text = {m.text: m for m in mem.memories(user_id="ana")}
     old, new = (MemoryHit(by_text[text], 1.0, text, n) for n, text in
-                enumerate((NURSE[0], CLINIC[0]), 1))
-    vectors = embedder.embed([NURSE[0], CLINIC[0], "Where do I work?"])
+                enumerate((BARISTA[0], BANK[0]), 1))
+    vectors = embedder.embed([BARISTA[0], BANK[0], "Where do I work?"])
     vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     rows = {old.memory.id: vectors[:1], new.memory.id: vectors[1:2]}
     moved = newest_first([old, new], "Where do I work?", vectors[2], rows)
@@ -134,10 +134,10 @@ def test_ones_own_present_answers_before_a_relatives_news(opened, older, newer, 
 
 
 def test_a_question_about_the_past_keeps_the_old_fact_first_and_unmarked(opened):
-    mem = opened(NURSE, CLINIC)
+    mem = opened(BARISTA, BANK)
     for hits in (mem.search("Where did I work before?", user_id="ana", k=2),
                  mem.search("Where do I work?", user_id="ana", k=2, as_of="2024-12-01")):
-        assert hits[0].memory.text == NURSE[0]
+        assert hits[0].memory.text == BARISTA[0]
         assert all(h.current is None for h in hits)
         assert all("may have changed" not in h.text for h in hits)
 
@@ -267,11 +267,12 @@ def test_capitals_are_no_condition(opened):
     ("Priya finally moved out of Denver :( she got a place in Austin and already texts me "
      "about the heat", False),
     ("Pepper is being such a good auntie to Moose already, he's a 12 week old lab, lets him "
-     "steal her toys", True),
+     "steal her toys", False),
 ], ids=["a friend's news", "the pets named"])
 def test_a_statement_opening_on_a_name_is_that_persons_news(opened, later, changed):
     """A statement that opens on a name and speaks of a "he" or "she", not of the speaker,
-    is someone else's news, unless the older statement named them (the speaker's pet)."""
+    is someone else's news; one that names the older statement's pet is about it, and a
+    second dog beside Pepper replaces nothing: both hold, and the reader counts them."""
     mem = opened(("I'm in Denver with my dog Pepper, came here for grad school and never "
                   "left lol", "2024-01-10"), (later, "2024-06-15"))
     question = "Where do I live?" if not changed else "How many dogs do I have?"
@@ -281,13 +282,16 @@ def test_a_statement_opening_on_a_name_is_that_persons_news(opened, later, chang
 
 
 @pytest.mark.parametrize("later,changed", [
-    ("still swimming twice a week, but my tennis racket lives in the cupboard now, the "
-     "elbow won", True),
+    ("still swimming twice a week, but I gave up tennis, the elbow won", True),
     ("still swimming twice a week and still playing tennis on sundays", False),
-], ids=["part ends", "all goes on"])
+    ("still swimming twice a week, but my tennis racket lives in the cupboard now, the "
+     "elbow won", False),
+], ids=["part ends", "all goes on", "part named, no end said"])
 def test_a_state_going_on_in_part_is_a_partial_change(opened, later, changed):
-    """A later statement that says part of the older one goes on and speaks of another
-    part in a clause of its own changes that part; one where all it says goes on does not."""
+    """A later statement that says part of the older one goes on and that another part
+    ended changes that part; one where all it says goes on does not, and neither does one
+    that names the other part without saying it ended (a mention is no version: the racket
+    in the cupboard may be a rest, not the end of tennis)."""
     mem = opened(("I swim twice a week and play tennis on sundays", "2024-01-10"),
                  (later, "2024-06-15"))
     hits = list(mem.search("What sports do I do?", user_id="ana", k=2))

@@ -112,9 +112,23 @@ def test_the_judge_reads_a_change_no_cue_word_marks(open_memory):
 
 @pytest.mark.parametrize("judged", [True, False], ids=["judge", "no judge"])
 def test_with_a_judge_its_verdict_replaces_the_read_time_guess(open_memory, judged):
-    """With the judge on, a look-alike it read as no change leaves the older memory
-    current in search too; without it, the read-time step takes the later statement on the
-    question's subject for a newer version (the guess the judge replaces)."""
+    """With the judge on, a pair it read as no change leaves the older memory current in
+    search too; without it, the read-time step takes a later statement that answers the
+    question in other words for a newer version (the guess the judge replaces)."""
+    llm = ScriptedLLM(judge_changes=["P1: none"])
+    mem = open_memory(**({"llm": llm, "stages": {"judge_changes": True}} if judged else {}))
+    mem.add("I'm a barista at Blue Bottle downtown.", user_id="ana", occurred_at="2024-01-10")
+    mem.add("Three weeks into the bank job, I don't miss the coffee shop rush at all.",
+            user_id="ana", occurred_at="2024-06-15")
+    hits = list(mem.search("Where do I work?", user_id="ana", k=2))
+    barista = next(h for h in hits if "barista" in h.memory.text)
+    assert (barista.current is not False) is judged
+
+
+@pytest.mark.parametrize("judged", [True, False], ids=["judge", "no judge"])
+def test_a_later_mention_of_the_car_leaves_it_current(open_memory, judged):
+    """A later message that names the car and says nothing ended ("corolla's at the
+    mechanic again") is a mention, not a new version: no mark with or without a judge."""
     llm = ScriptedLLM(judge_changes=["P1: none"])
     mem = open_memory(**({"llm": llm, "stages": {"judge_changes": True}} if judged else {}))
     mem.add("I drive a 2015 Toyota Corolla and just hit 100k miles.", user_id="ana",
@@ -123,7 +137,8 @@ def test_with_a_judge_its_verdict_replaces_the_read_time_guess(open_memory, judg
             "dealership, the seats are SO much nicer lol", user_id="ana", occurred_at="2024-06-15")
     hits = list(mem.search("What car do I drive?", user_id="ana", k=2))
     corolla = next(h for h in hits if h.memory.text.startswith("I drive"))
-    assert (corolla.current is not False) is judged
+    assert corolla.current is not False and corolla.memory.current
+    assert hits[0] is corolla
 
 
 def test_with_a_judge_a_change_it_found_comes_first_in_search(open_memory):

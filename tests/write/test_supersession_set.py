@@ -172,8 +172,11 @@ def test_a_number_with_the_same_unit_and_a_cue_supersedes_and_another_unit_does_
      "value"),
 ])
 def test_turning_a_signal_off_changes_the_outcome(old, new, signal):
+    """Each signal blocks on its own once the others pass; the sureness of the change
+    (`language.change`: someone else's news, a value said again) blocks these too."""
     assert kind(old, new) == "none"
-    assert kind(old, new, off=(signal,)) == "supersedes"
+    assert kind(old, new, off=(signal,)) == "none"
+    assert kind(old, new, off=(signal, "sure")) == "supersedes"
 
 
 def test_turning_attribute_off_lets_an_unrelated_ending_supersede():

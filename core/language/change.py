@@ -1,0 +1,318 @@
+"""How sure it is that a later statement changed an earlier one's fact.
+
+People mention what they told the memory many times for every time it changes: a complaint
+about the car, the partner away for a week, a plan weighed and dropped. Nearness, a shared
+subject and a later date cannot tell such a mention from a change, so both the write rules
+(`write.supersede`) and the read steps (`read.versions`) ask this module, and assert a
+change (mark it, note it, move its successor first) only when it is `SURE`:
+
+- **read**: the rules read both statements' language (`languages.READ`); in another one
+  nothing they say is evidence, so nothing is asserted;
+- **stated**: the later one states the present of the person asked about (the speaker,
+  or "my sister" when the question asks about her), not a question, a plan, an offer, a
+  wish, a stay away, a one-off exception ("just this week") or someone else's news
+  (`stance`);
+- **repeats**: the words of the earlier statement's own that the later one says again ("the
+  golf" after "I drive a blue Golf"). A later statement that names the fact's value is about
+  it going on, unless it says that value ended ("sold the golf") — a mention is no version;
+- **ends**: it says what it repeats ended or was left.
+
+The confidence is the share of such pairs that were changes on the cases it was set on
+(`CONFIDENCE`), so `SURE` reads as a precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from functools import lru_cache
+
+import regex
+
+from .claims import topics_of
+from .languages import READ, language
+from .stance import STEM, asks, ends_near, parties, speaks_of_self, stance, theirs, weighs
+from .tokens import stop_words, terms
+
+_FLAGS = regex.IGNORECASE | regex.VERSION1
+_LINE = regex.compile(r"^([^\s:][^\s:]*(?: [^\s:]+)?):\s+(.*)$", regex.MULTILINE)
+"""A line of a speaker's, "user: ..." or "Maya Lopez: ...": a name of one or two words ("switched
+to nights: 6p-6a" is no speaker's line)."""
+_SENTENCE = regex.compile(r"(?<=[.!?…;])\s+|\s*\n\s*")
+_PARTS = regex.compile(r"[,;:]\s|\s(?:but|aber|mais|pero|ma|mas)\s", regex.IGNORECASE)
+
+ONE_OFF = regex.compile(
+    r"\b(?:just (?:this|for this|for the|for one) (?:week|weekend|time|once|day|month)|"
+    r"(?:only|just) (?:this|today|tonight|for (?:today|tonight|now|once))|for once|this time|"
+    r"back to normal|as usual tomorrow|"
+    r"ausnahmsweise|nur (?:diese|dieses|heute|für heute)|diesmal|dieses mal|"
+    r"exceptionnellement|pour une fois|juste (?:cette|ce|pour)|cette fois|"
+    r"excepcionalmente|por una vez|solo (?:esta|este|hoy|por hoy)|esta vez|"
+    r"eccezionalmente|per una volta|solo (?:questa|questo|oggi|per oggi)|stavolta|"
+    r"excepcionalmente|por uma vez|só (?:esta|este|hoje|por hoje)|desta vez|"
+    r"while|meanwhile|während|pendant que|mientras|mentre|enquanto)\b", _FLAGS)
+"""A one-off exception to a fact that goes on ("moved piano to thursday just this week"), or
+a state that lasts while something else does ("at my parents' while the pipes are fixed")."""
+
+
+SURE = 0.75
+"""Least confidence of a change that is asserted: below it both statements stay as they
+rank, unmarked, each with its date."""
+CONFIDENCE = {"new": 0.8, "ends": 0.8, "replaces": 0.8, "mention": 0.2}
+"""The share of changes among pairs of each kind of evidence (`Evidence.kind`), on the
+development cases it was set on, with one change for every five mentions."""
+
+
+OFFER = regex.compile(
+    r"\b(?:offer\w*|applied|applying|application|interview\w*|shortlist\w*|"
+    r"Angebot\w*|beworben|Bewerbung\w*|Vorstellungsgespräch\w*|"
+    r"offre\w*|postulé|candidature\w*|entretien\w*|"
+    r"oferta\w*|me postulé|postulación|entrevista\w*|"
+    r"offert\w*|candidat\w*|colloqui\w*|"
+    r"proposta\w*|candidatei|candidatura)\b", _FLAGS)
+"""An offer, an application or an interview: a choice still open, no change yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a later statement shows about an earlier one's fact."""
+
+    read: bool
+    stated: bool
+    repeats: frozenset[str]
+    ends: bool
+    tied: bool = True
+    """Something other than nearness of meaning ties the later statement to the question:
+    the embedder that found the pair reads their language, or it shares a word's root with
+    the question, or it speaks of the person ("my", "ich", "mi"): nearness alone, in a
+    language the embedder does not read, pairs a request for a recipe with a home."""
+    replaces: bool = False
+    """It states a value in place of the earlier one's, which it no longer says: "Ab Januar
+    zahle ich 1.080 Euro warm" after "950 Euro warm", a restaurant in Marseille after a café
+    in Lyon. Naming the value and stating a different one is no mere mention."""
+
+    @property
+    def mention(self) -> bool:
+        """It names the earlier fact's value and says nothing ended: the fact goes on."""
+        return bool(self.repeats) and not self.ends
+
+    @property
+    def kind(self) -> str | None:
+        """"new" (a statement that does not name the earlier value), "ends" (names it and
+        says it ended), "mention" (names it, and it goes on); None when it is no evidence
+        (another language, or no statement of the present)."""
+        if not (self.read and self.stated):
+            return None
+        if self.repeats:
+            return "ends" if self.ends else "replaces" if self.replaces else "mention"
+        return "new" if self.tied else None
+
+    @property
+    def confidence(self) -> float:
+        """How sure it is that the later statement changed the fact (`CONFIDENCE`)."""
+        return 0.0 if self.kind is None else CONFIDENCE[self.kind]
+
+    @property
+    def sure(self) -> bool:
+        return self.confidence >= SURE
+
+
+def evidence(old: str, new: str, *, question: str = "", value: str | None = None,
+             replaced: bool = False, others: Collection[str] = ("assistant",),
+             meaning: Collection[str] | None = None) -> Evidence:
+    """The evidence `new` (a later memory's text) gives that it changed `old`'s fact, for a
+    `question` about it when there is one (its words name the attribute, not the value).
+    `value`: the words that state the earlier fact's value, when the caller knows them (the
+    write rules' claims; else every word of `old` but the question's); `replaced`: the
+    caller found a value of the same kind in its place (the write rules' "10,000 requests" to
+    "50,000 requests"); `meaning`: the languages whose meaning found the pair (the
+    embedder's; None: any)."""
+    return _evidence(old, new, question, value, replaced,
+                     frozenset(o.casefold() for o in others),
+                     None if meaning is None else frozenset(meaning))
+
+
+@lru_cache(maxsize=4096)
+def _evidence(old: str, new: str, question: str, value: str | None, replaced: bool,
+              others: frozenset[str], meaning: frozenset[str] | None) -> Evidence:
+    said_old, said_new = _own(old, others), _own(new, others)
+    said = language(f"{said_old} {said_new} {question}")
+    now, before = stance(new, others=tuple(others)), stance(old, others=tuple(others))
+    asked, words = _words(question), _words(said_new)
+    repeats = (_words(said_old if value is None else value) - asked) & (words - asked)
+    whom = parties(question) or (before.parties if not before.own else frozenset())
+    # of someone asked about ("my boss"), a statement that names them as the earlier one
+    # did ("Herr Becker ist gewechselt") speaks of them too
+    stated = now.states and now.present and not theirs(now, before) and \
+        (before.states or not said_old.strip()) and \
+        (bool(now.parties & whom or before.parties & whom and repeats) if whom
+         else now.own) and \
+        not ONE_OFF.search(said_new) and \
+        not any(OFFER.search(s) or weighs(s) for s in _about(said_new, repeats | asked))
+    clauses = [c for c in _clauses(said_new) if not asks(c)]
+    ends = bool(repeats) and (
+        any(ends_near(c, lambda w: _word(w) in repeats) for c in clauses) or
+        any(_word(n) in repeats for n in now.negated))  # "no Iceland this year after all"
+    tied = (meaning is None or said in meaning or not question or bool(asked & words) or
+            _roots(question) & _roots(said_new) or speaks_of_self(said_new)) and \
+        not _elsewhere(question, said_new)
+    replaces = replaced or bool(repeats) and _new_value(
+        said_old, " ".join(_about(said_new, repeats | asked)), said)
+    return Evidence(said in READ, stated, frozenset(repeats), ends, tied, replaces)
+
+
+_INNER_CAPITAL = regex.compile(r"(?<=[\p{L}\p{N},;'\"]\s+)(?!I['’])\p{Lu}\p{Ll}[\p{L}'’-]*")
+"""A capitalised word inside a sentence (not "I'm", not shouted in capitals): a name,
+except in German, where nouns are capitalised too."""
+
+
+def _new_value(old: str, new: str, said: str | None) -> bool:
+    """Whether `new` states a value in place of one of `old`'s, old's no more said and
+    new's not said before: names inside a sentence (not in German, where nouns are
+    capitalised too) where old said others, none of them said again or the new ones said as
+    now (`_NOW`: "the Fitbit snapped so now I wear an Apple Watch"; not "the Corolla's at
+    the mechanic so I'm driving a loaner Camry"); or a value of a kind both state one of
+    (`values`): a contact, or one beside a word that says what holds from now ("1.080 Euro
+    warm ab Januar" after "950 Euro warm")."""
+    if said != "de":
+        named = [{_word(w) for w in _INNER_CAPITAL.findall(t)} for t in (old, new)]
+        if named[0] and named[1] - _words(old) and (
+                not named[0] & _words(new) or _NOW.search(new)):
+            return True  # a name in place of old's: none said again, or said as now
+    before, after = values(old), values(new)
+    kinds = {k for k, _ in after - before} & {k for k, _ in before - after}
+    return "contact" in kinds or bool(kinds) and bool(_NOW.search(new))
+
+
+_NOW = regex.compile(
+    r"\b(?:now|these days|nowadays|instead|going forward|from now on|any ?more|starting|"
+    r"switched (?:to|over)|changed to|"
+    r"jetzt|mittlerweile|inzwischen|stattdessen|ab|"
+    r"maintenant|désormais|dorénavant|à la place|à partir|dès|"
+    r"ahora|ya|en vez|en lugar|a partir|"
+    r"ora|adesso|invece|d'ora in poi|ormai|da (?:ora|oggi)|"
+    r"agora|em vez|hoje em dia)\b", _FLAGS)
+"""Words that say what holds from now on, against what held (a closed class in the six
+languages): a number or a day said beside one is a new value, not one in passing."""
+
+
+def _roots(text: str) -> set[str]:
+    """The first four letters of its words: "wohne" and "Wohnung", "trabajo" and
+    "trabajar" share theirs."""
+    return {w[:4] for w in _words(text) if not w.isdigit()}
+
+
+def _elsewhere(question: str, said: str) -> bool:
+    """Whether a statement is about another attribute than the question asks of ("I work as
+    a nurse" for "where do I live?"): both name attribute families (`claims.FAMILIES`,
+    English), and none is the same."""
+    asked = {t for t in topics_of(question) if t.startswith("@")}
+    told = {t for t in topics_of(said) if t.startswith("@")}
+    return bool(asked and told) and not asked & told
+
+
+def _about(text: str, words: frozenset[str]) -> list[str]:
+    """The sentences of `text` that say how it is put: the first, and those that say one of
+    `words` (the fact's and the question's)."""
+    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+    return sentences[:1] + [s for s in sentences[1:] if _words(s) & words]
+
+
+def _clauses(text: str) -> list[str]:
+    return [c for s in _SENTENCE.split(text) for c in _PARTS.split(s) if c.strip()]
+
+
+def _own(text: str, others: frozenset[str]) -> str:
+    """The lines of `text` said by anyone but `others` (the assistant), all of it when it
+    names no speaker; without the dates grounding added after relative times ("this year
+    (2024)"): the person did not say them."""
+    text = _GROUNDED.sub("", text)
+    lines = _LINE.findall(text)
+    if not lines:
+        return text
+    return "\n".join(said for who, said in lines if who.casefold() not in others)
+
+
+_GROUNDED = regex.compile(r"\s*\((?:the (?:week|weekend) of )?[^()]*\d{4}\)")
+
+
+_MONTHS = frozenset(w[:STEM] for w in (
+    "january february march april june july august september october november december "
+    "januar februar märz juni juli oktober dezember janvier février mars avril mai juin "
+    "juillet août septembre octobre novembre décembre enero febrero marzo abril mayo junio "
+    "julio agosto septiembre octubre noviembre diciembre gennaio febbraio aprile maggio "
+    "giugno luglio settembre ottobre dicembre janeiro fevereiro março maio junho julho "
+    "setembro outubro novembro dezembro").split())
+"""Month names: a date is its day and month together (`values`), "March" alone names none."""
+
+
+def _words(text: str) -> frozenset[str]:
+    """The words that can name a value (`_word`): no stop word or month name, at least three
+    letters (a pair of characters in scripts written without spaces)."""
+    stops = _stop_words()
+    text = _THOUSANDS.sub("", text)
+    return frozenset(w for t in terms(text) if t not in stops and len(t) > 1 and not (
+        t.isascii() and t.isalpha() and len(t) < 3) for w in [_word(t)] if w not in _MONTHS)
+
+
+def _word(term: str) -> str:
+    """A word as compared: a number without its plural ("48s" is "48"), else its first
+    `STEM` letters ("keeping Mondays" keeps "Monday")."""
+    term = term.lower()
+    number = _NUMBER.fullmatch(term)
+    return number[1] if number else term[:STEM]
+
+
+_THOUSANDS = regex.compile(r"(?<=\d)[,.\s\u202f](?=\d{3}\b)")
+"""A thousands separator: "10,000" is one number, not "10" and "000"."""
+_NUMBER = regex.compile(r"(\d[\d.,:]*)(?:s|'s)?")
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    return stop_words("en_plus", "german", "french", "spanish", "italian", "portuguese",
+                      "dutch", "swedish", "danish", "norwegian", "turkish", "russian")
+
+
+_WEEKDAYS = (
+    "monday tuesday wednesday thursday friday saturday sunday "
+    "montag dienstag mittwoch donnerstag freitag samstag sonntag "
+    "lundi mardi mercredi jeudi vendredi samedi dimanche "
+    "lunes martes miércoles jueves viernes sábado domingo "
+    "lunedì martedì mercoledì giovedì venerdì sabato domenica "
+    "segunda terça quarta quinta sexta sábado domingo").split()
+_VALUE = regex.compile(
+    r"(?P<contact>[\w.+-]+@[\w-]+(?:\.[\w-]+)+|@\w{3,}|\+?\d[\d\s().-]{6,}\d)|"
+    r"(?P<time>\b\d{1,2}(?::\d\d|h\d\d)\b|\b\d{1,2}\s?(?:am|pm|a|p)\b)|"
+    r"(?P<day>\b(?:" + "|".join(w[:5] for w in _WEEKDAYS) + r")\w*)|"
+    r"(?P<number>[$€£]?\d+(?:[.,\s]\d{3})*(?:[.,]\d+)?)(?:\s?(?P<unit>%|[^\W\d_]{1,12}))?",
+    _FLAGS)
+"""Values of a kind any language writes alike: contacts (an email, a handle, a phone number),
+times of day, weekdays (in the six languages read) and numbers with the word after them. A
+contact said in place of another is a new value whatever else is said; the others only
+beside a word that says what holds now (`_NOW`)."""
+
+
+def values(text: str) -> frozenset[tuple[str, str]]:
+    """(kind, value) of the typed values `text` states; a number's kind is its unit."""
+    out = set()
+    for found in _VALUE.finditer(text):
+        kind = found.lastgroup if found["number"] is None else "number"
+        value = found[0].lower()
+        if kind == "number":
+            unit = (found["unit"] or "").lower()
+            if not unit or unit in _stop_words():
+                continue  # "2009", "6 of them": no unit says what it counts
+            kind, value = f"number {unit[:STEM]}", regex.sub(r"\D", "", found["number"])
+        elif kind == "day":
+            value = value[:5]
+        out.add((kind, value))
+    return frozenset(out)
+
+
+def replaces(old: str, new: str) -> bool:
+    """Whether `new` states a value of a kind `old` states a value of, and neither says the
+    other's: 75 inch for 42 inch, Tuesdays for Mondays, a new email for the old one."""
+    before, after = values(old), values(new)
+    kinds = {k for k, _ in before - after} & {k for k, _ in after - before}
+    return bool(kinds)

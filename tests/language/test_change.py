@@ -1,0 +1,123 @@
+"""How sure a later statement changed an earlier fact (`rmm_core.language.change`): text
+only, no store. A mention of the fact's value is no change; a change is asserted only when
+something says it."""
+
+from __future__ import annotations
+
+import pytest
+
+from rmm_core.language.change import SURE, evidence, values
+from rmm_core.language.languages import language, reads
+
+EN = {"en"}  # the packaged MiniLM reads English meaning
+
+
+@pytest.mark.parametrize("old, new, question", [
+    ("I drive a blue Golf.", "The Golf made that grinding noise again, garage on Monday.",
+     "What car do I drive?"),
+    ("my husky juno is shedding so much", "everyone keeps sending me that tiktok of the husky "
+     "that screams, that's NOT juno lol", "what dog do i have"),
+    ("one year in lisbon today!", "back in london at my parents for xmas, counting days till "
+     "i fly home to lisbon", "what city do I live in"),
+    ("Ich fahre einen alten VW Golf IV.", "Der Golf ist heute schon wieder nicht "
+     "angesprungen, Batterie leer.", "Welches Auto fahre ich?"),
+    ("ma clio de 2011 a passé le contrôle technique", "la clio fait un bruit bizarre en 2e, "
+     "genre un sifflement", "quelle voiture j'ai ?"),
+    ("me apunté al box de crossfit del barrio, lunes y viernes", "el box de crossfit ha subido "
+     "la cuota a 85 al mes!!", "qué deporte hago"),
+])
+def test_a_later_mention_of_the_value_is_no_change(old, new, question):
+    found = evidence(old, new, question=question, meaning=EN)
+    assert found.kind == "mention" and not found.sure
+
+
+@pytest.mark.parametrize("old, new, question", [
+    ("I drive a blue Golf.", "Sold the Golf last week, I'm driving a Model 3 now.",
+     "What car do I drive?"),
+    ("I work as a nurse on the cardiac ward at St Mary's", "handed in my notice at St Mary's "
+     "in July. I'm a school nurse at Ridgeview since September", "Where do I work?"),
+    ("Ich arbeite bei Siemens in der Buchhaltung.", "Bei Siemens habe ich gekündigt, seit "
+     "März bin ich bei einer kleinen Agentur.", "Wo arbeite ich?"),
+])
+def test_a_value_said_to_have_ended_is_a_sure_change(old, new, question):
+    found = evidence(old, new, question=question, meaning=EN)
+    assert found.kind == "ends" and found.sure
+
+
+def test_a_value_replaced_now_is_a_sure_change():
+    found = evidence("I wear a Fitbit Charge 5 every day", "the Fitbit strap snapped so now "
+                     "I wear an Apple Watch", question="what fitness tracker do I use",
+                     meaning=EN)
+    assert found.kind == "replaces" and found.sure
+
+
+def test_a_change_in_other_words_is_sure_where_the_embedder_reads_the_language():
+    old, new = "I'm a barista at Blue Bottle", "Three weeks into the bank job, I don't miss " \
+        "the coffee shop rush at all"
+    assert evidence(old, new, question="Where do I work?", meaning=EN).sure
+    german = evidence("ich bin Kellnerin in einem Café", "Erste Woche bei der Bank rum, "
+                      "der Anzug fühlt sich komisch an", question="Wo arbeite ich?",
+                      meaning=EN)
+    assert german.kind is None  # no shared word, and MiniLM's nearness says little in German
+    assert evidence("ich bin Kellnerin in einem Café", "Erste Woche bei der Bank rum, der "
+                    "Anzug fühlt sich komisch an", question="Wo arbeite ich?",
+                    meaning=None).sure
+
+
+@pytest.mark.parametrize("new", [
+    "I thought about applying for a sales rep job in London, but decided not to bother.",
+    "Big news: I got a job offer from a hospital in Berlin. I'm thinking of taking it.",
+    "moved piano to thursday just this week bc of parents evening",
+    "spending two weeks in Lisbon for work, back on the 20th",
+    "my sister moved to Boise, gonna miss her",
+    "what's a good commute from Leith to the city centre?",
+])
+def test_plans_offers_one_offs_stays_others_news_and_questions_state_no_change(new):
+    found = evidence("I work as a pharmacist at Boots in Leith, piano on wednesdays", new,
+                     question="", meaning=EN)
+    assert not found.stated and found.confidence == 0.0
+
+
+def test_a_statement_about_another_attribute_is_no_version_of_the_asked_one():
+    found = evidence("I live in Lisbon.", "I work as a nurse at the city hospital.",
+                     question="Where do I live?", meaning=EN)
+    assert not found.tied and not found.sure
+
+
+@pytest.mark.parametrize("old, new", [
+    ("я живу в Москве, на Арбате", "снова пробки на Арбате, час до работы"),
+    ("我住在上海，浦东", "我搬到北京了，住在朝阳区"),
+    ("mieszkam w Krakowie na Kazimierzu", "przeprowadziłam się do Gdańska"),
+])
+def test_in_a_language_the_rules_do_not_read_nothing_is_asserted(old, new):
+    found = evidence(old, new, question="", meaning=None)
+    assert not found.read and not found.sure
+
+
+def test_the_confidence_reads_as_a_threshold():
+    kinds = {"mention": evidence("I drive a blue Golf.", "washed the golf today",
+                                 question="What car do I drive?"),
+             "ends": evidence("I drive a blue Golf.", "sold the golf yesterday",
+                              question="What car do I drive?")}
+    assert kinds["mention"].confidence < SURE <= kinds["ends"].confidence
+
+
+def test_typed_values_are_compared_by_kind():
+    assert ("number inch", "42") in values("our TV is a 42 inch from like 2014")
+    assert ("day", "tuesd") in values("the class moved to Tuesdays")
+    assert ("contact", "marie.dupont@gmail.com") in values("écris-moi sur "
+                                                           "marie.dupont@gmail.com")
+
+
+@pytest.mark.parametrize("text, code", [
+    ("I moved to Berlin last week and I love it", "en"),
+    ("Ich wohne jetzt in Köln und arbeite bei einer Bank", "de"),
+    ("j'habite à Lyon avec ma copine depuis deux ans", "fr"),
+    ("vivo en Sevilla con dos compañeros de piso", "es"),
+    ("ik woon nu in Utrecht met mijn vriendin", "nl"),
+    ("я живу в Москве", "xx"),
+    ("mieszkam w Krakowie, pracuję jako pielęgniarka", "xx"),
+])
+def test_the_language_is_guessed_from_stop_words_and_letters(text, code):
+    assert language(text) == code
+    assert reads(text) is (code in {"en", "de", "fr", "es", "it", "pt"})
