@@ -60,12 +60,15 @@ N<number>: Update(<stored number>, <new summary>)
 JUDGE_CHANGES = """You keep a bank of memories about people true to the present.
 Each pair below shows an EARLIER memory and a LATER one, with the day each was said. Decide
 what the LATER memory does to the EARLIER one:
-- supersedes: something the earlier one says is no longer true because of it (the person
-  moved, changed jobs, a date, time, amount or count changed, a habit or preference
-  stopped);
+- supersedes: the LATER one says that something the EARLIER one states is no longer true
+  (the person moved, changed jobs, sold the car, a date, time, amount or count changed, a
+  habit or preference stopped);
 - conflicts: both cannot be true, and nothing says one replaced the other;
-- none: both can still hold (the same fact again, a related fact, another person's fact, a
-  plan, a wish or a question, a visit rather than a move).
+- none: both can still hold. People mention what they already said many times for every
+  time it changes: a complaint, a story or a question about the same thing, a one-off
+  exception, a short trip or absence, a plan, an offer or a choice weighed and dropped, a
+  wish, someone else's news, the same fact in other words are all none.
+Answer supersedes only when the LATER memory itself says the change; when unsure, none.
 
 {pairs}
 
