@@ -248,6 +248,11 @@ class Memory:
         """True until a later memory supersedes it."""
         return self.valid_to is None
 
+    def held_at(self, moment: datetime | None) -> bool:
+        """Whether no later memory had superseded it by `moment` (None: now, as recorded)."""
+        return self.valid_to is None or moment is not None and \
+            as_utc(self.valid_to) > as_utc(moment)
+
     def validity(self) -> dict[str, Any]:
         """The supersession fields as JSON-ready values (what storage and exports keep)."""
         return {k: v for k, v in (("valid_to", iso(self.valid_to)),
@@ -292,7 +297,7 @@ class FactChange:
 class MemoryHit:
     """A retrieved memory; `text` is exactly what goes into the LLM's context, `score` its
     relevance to the query in [0, 1] (`rmm_core.read.score`), `rank` its place in the result,
-    `current` False when the search judged it an older version of what a newer hit says."""
+    `current` whether what it says still holds."""
 
     memory: Memory
     score: float
@@ -304,11 +309,13 @@ class MemoryHit:
     excerpt_refs: tuple[str, ...] | None = None
     """The turns `text` still carries words of when it is an excerpt of its memory that
     left some turns out (`rmm_core.read.excerpt`); None: all of the memory's refs."""
-    current: bool | None = None
-    """Whether the hit still holds, judged at read time (`rmm_core.read.versions`): False
-    when a newer hit of the same search answers the same question about the same person
-    (an older version of what it says; its text then notes what replaced it); None: not
-    judged (see `memory.current` for what was recorded on write)."""
+    current: bool = True
+    """Whether what the hit says still holds as far as the memory knows (for a search with
+    `as_of`: held then). False when a later memory superseded its memory, in whole or in
+    part, by then (recorded on write: `memory.valid_to`), or when the search read it as an
+    older version of what a newer hit says (`rmm_core.read.versions`); its text then says
+    what changed it. `[h for h in hits if h.current]` keeps the current hits; the MCP
+    payload, `rmm search --json` and both adapters' metadata carry this same field."""
 
     @property
     def refs(self) -> list[str]:
@@ -326,7 +333,7 @@ class MemoryHit:
             "refs": list(self.refs), "session_ids": list(memory.session_ids),
             "occurred_at": iso(memory.occurred_at), "created_at": iso(memory.created_at),
             "updated_at": iso(memory.updated_at),
-            "current": self.current if self.current is not None else memory.current,
+            "current": self.current,
             "valid_from": iso(memory.valid_from), "valid_to": iso(memory.valid_to),
             "superseded_by": memory.superseded_by, "supersedes": list(memory.supersedes),
             "conflicts": list(memory.conflicts),

@@ -13,7 +13,7 @@ present-tense question (`k=5`) and, when the case has one, a past-tense question
 
 - **current first**: the top hit holds a turn of the current answer (all cases);
 - **stale marked**: a hit holds the old fact (and not the change) and is marked not current,
-  `hit.memory.current` or a hit-level `hit.current` being False (changes);
+  `hit.current` being False (changes);
 - **stale as current**: the top hit holds the old fact, not the change, and is not marked
   (changes: the failure an agent acts on);
 - **non-change superseded**: a memory holding the fact is marked not current, or a hit
@@ -207,8 +207,9 @@ def holds(hit: Any, turns: frozenset[str]) -> bool:
 
 
 def marked(hit: Any) -> bool:
-    """Whether a hit says it no longer holds: its memory's or the hit's own `current`."""
-    return hit.memory.current is False or getattr(hit, "current", None) is False
+    """Whether a hit says it no longer holds (`hit.current`: superseded on write, or read
+    as an older version at search time)."""
+    return not hit.current
 
 
 def outcome(case: Case, hits: Sequence[Any], memories: Sequence[Any],

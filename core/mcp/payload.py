@@ -47,9 +47,10 @@ def version_dict(version: MemoryVersion) -> dict[str, Any]:
 
 def hit_dict(hit: MemoryHit) -> dict[str, Any]:
     """A hit: its rank, score and context text, then its memory's fields (the stored
-    wording as `memory_text`)."""
+    wording as `memory_text`), with `current` the hit's (`MemoryHit.current`)."""
     memory = memory_dict(hit.memory)
     memory["memory_text"] = memory.pop("text")
+    memory["current"] = hit.current
     return {"rank": hit.rank, "score": jsonable(hit.score), "text": hit.text, **memory}
 
 

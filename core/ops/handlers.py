@@ -14,6 +14,7 @@ from typing import Any, BinaryIO, TextIO
 from ..errors import InvalidInputError, RMMError, StorageError
 from ..storage.base import Store
 from ..text import clip
+from ..types import iso
 from .exits import BAD_DATA, NOT_REFLECTED, OK, REFUSED, UNKNOWN_USER, USAGE, CommandError
 from .progress import progress
 from .strict_json import loads
@@ -148,7 +149,8 @@ def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     for hit in result:
         if args.json:
             out.write(json.dumps({"rank": hit.rank, "score": hit.score, "id": hit.memory.id,
-                                  "refs": hit.refs, "text": hit.text}) + "\n")
+                                  "refs": hit.refs, "text": hit.text, "current": hit.current,
+                                  "valid_to": iso(hit.memory.valid_to)}) + "\n")
         else:
             out.write(f"{hit.rank}. score {hit.score:.3f}  {hit.memory.id}  "
                       f"refs {', '.join(hit.refs)}\n   {clip(hit.text, 300)}\n")

@@ -61,6 +61,8 @@ class Row:
     moved: list[tuple[str, int | None, int | None]] = field(default_factory=list)
     """Each read step after the rerank that changed its place: (step, place before, place
     after), None where it was not among the hits."""
+    current: bool = True
+    """The hit's (or candidate's) `current`: whether what it says still holds."""
 
 
 @dataclass(slots=True)
@@ -128,7 +130,7 @@ def explain(result: SearchResult, *, indexes: IndexCache | None, weights: Fusion
             if ranking is not None and i < len(ranking.scores) else None,
             rerank_rank=rerank_rank.get(i), final_rank=final.get(mid), relevance=c.score,
             words=count_words(c.text), provisional=mid.startswith(PREFIX)
-            or bool(c.memory.attrs.get("provisional"))))
+            or bool(c.memory.attrs.get("provisional")), current=c.current))
     extra = [h for h in result.hits if h.memory.id not in {c.memory.id for c in candidates}]
     rows += [_linked(h) for h in extra]  # A-MEM links: returned without being candidates
     for row in rows:
@@ -255,7 +257,7 @@ def _moves(memory_id: str, steps: Sequence[tuple[str, list[str]]]
 def _linked(hit: MemoryHit) -> Row:
     return Row(hit.memory.id, hit.text, 0, {"bm25": None, "dense": None, "turn": None,
                                             "fused": None}, {}, {}, None, None, hit.rank,
-               hit.score, count_words(hit.text), False)
+               hit.score, count_words(hit.text), False, current=hit.current)
 
 
 def format_explanation(explanation: Explanation, *, width: int = 60) -> str:

@@ -147,7 +147,8 @@ class Searcher:
             query_vec, [rows[c.memory.id] for c in candidates]).tolist()))
         kept = scores(hits, self._relevance(hits, query, close), min_score)
         own = _Copies()
-        result.hits = hits = [replace(h, memory=own(h.memory), rank=n, score=s)
+        result.hits = hits = [replace(h, memory=own(h.memory), rank=n, score=s,
+                                      current=still_holds(h, as_of))
                               for n, (h, s) in enumerate(zip(hits, kept), 1)]
         laps.lap("scores")
         if ranking is not None:  # the reranker's own picks among what was shown
@@ -155,8 +156,11 @@ class Searcher:
 
         def scored_candidates() -> list[MemoryHit]:
             relevance_of = self._relevance(candidates, query, close)
+            shown = {h.memory.id: h.current for h in hits}
             return [MemoryHit(own(c.memory), relevance_of[c.memory.id], c.text, c.rank,
-                              retrieval=c.score) for c in candidates]
+                              retrieval=c.score,
+                              current=shown.get(c.memory.id, still_holds(c, as_of)))
+                    for c in candidates]
 
         result.candidates = scored_candidates
         result.state = {"query_vec": query_vec, "ranking": ranking}
@@ -462,6 +466,12 @@ class _Copies:
         if made is None:
             made = self.made[memory.id] = copy(memory)
         return made
+
+
+def still_holds(hit: MemoryHit, as_of: datetime | None) -> bool:
+    """A hit's `current`: not marked an older version by the read steps, and its memory not
+    superseded by `as_of` (None: now)."""
+    return hit.current and hit.memory.held_at(as_of)
 
 
 def _first_read(k: int | None, max_words: int | None) -> int | None:

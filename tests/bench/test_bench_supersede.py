@@ -159,7 +159,7 @@ def test_a_read_time_mark_on_a_non_change_counts_as_superseded():
     fact = next(iter(case.fact))
     memory = SimpleNamespace(current=True, refs=(fact,))
     marked = SimpleNamespace(memory=memory, refs=(fact,), current=False)
-    unmarked = SimpleNamespace(memory=memory, refs=(fact,), current=None)
+    unmarked = SimpleNamespace(memory=memory, refs=(fact,), current=True)
     assert outcome(case, [marked], [memory])["non_change_superseded"] is True
     assert outcome(case, [unmarked], [memory])["non_change_superseded"] is False
 

@@ -62,8 +62,24 @@ async def test_a_changed_fact_supersedes_and_as_of_answers_the_past(tmp_path):
     assert now[1]["superseded_by"] == new["id"]
     assert "(changed 10 February 2024 → " in now[1]["text"]
     assert [h["id"] for h in then] == [old["id"]]
+    assert then[0]["current"] is True  # it held on 5 February, and its text says no change
+    assert then[0]["valid_to"].startswith("2024-02-10")
     assert "InvalidInputError" in bad
     assert "as_of" in bad
+
+
+async def test_a_hit_read_as_an_older_version_is_not_current(tmp_path):
+    """No rule linked the two on write; the search reads the older one as a version, and its
+    `current` says so beside its text's "(may have changed ...)"."""
+    async with stdio_session(tmp_path / "m.sqlite", "--user", "ana") as s:
+        await call(s, "add", content="I work as a nurse at the city hospital.",
+                   occurred_at="2024-01-10")
+        await call(s, "add", content="Work at the clinic is calmer than the city hospital, I "
+                   "love being a nurse at the clinic.", occurred_at="2024-06-15")
+        hits = (await call(s, "search", query="Where do I work?", k=2))["hits"]
+    assert [h["current"] for h in hits] == [True, False]
+    assert "(may have changed 15 June 2024" in hits[1]["text"]
+    assert hits[1]["valid_to"] is None  # nothing was recorded on write
 
 
 async def test_a_conversation_is_reflected_and_found_with_its_turns(tmp_path):

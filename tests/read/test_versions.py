@@ -43,7 +43,7 @@ def test_an_implicit_change_comes_first_and_marks_the_old_fact(opened, old, new,
     assert all(m.current for m in mem.memories(user_id="ana"))  # no rule linked them
     top, second = mem.search(question, user_id="ana", k=2)
     assert top.memory.text == new[0]
-    assert top.current is None
+    assert top.current is True
     assert second.memory.text == old[0]
     assert second.current is False
     assert second.metadata()["current"] is False
@@ -110,7 +110,7 @@ def test_a_relatives_fact_does_not_replace_ones_own(opened):
     mem = opened(("I live in Lisbon.", "2024-01-10"), ("My sister lives in Berlin.", "2024-06-15"))
     hits = list(mem.search("Where do I live?", user_id="ana", k=2))
     assert hits[0].memory.text == "I live in Lisbon."
-    assert all(h.current is None for h in hits)
+    assert all(h.current is True for h in hits)
     assert all("may have changed" not in h.text for h in hits)
 
 
@@ -130,7 +130,7 @@ def test_ones_own_present_answers_before_a_relatives_news(opened, older, newer, 
     mem = opened((older, "2024-01-10"), (newer, "2024-06-15"))
     hits = list(mem.search(question, user_id="ana", k=2))
     assert [h.memory.text for h in hits] == [older, newer]
-    assert all(h.current is None for h in hits)
+    assert all(h.current is True for h in hits)
 
 
 def test_a_question_about_the_past_keeps_the_old_fact_first_and_unmarked(opened):
@@ -138,7 +138,7 @@ def test_a_question_about_the_past_keeps_the_old_fact_first_and_unmarked(opened)
     for hits in (mem.search("Where did I work before?", user_id="ana", k=2),
                  mem.search("Where do I work?", user_id="ana", k=2, as_of="2024-12-01")):
         assert hits[0].memory.text == BARISTA[0]
-        assert all(h.current is None for h in hits)
+        assert all(h.current is True for h in hits)
         assert all("may have changed" not in h.text for h in hits)
 
 
@@ -151,7 +151,7 @@ def test_a_question_about_the_past_keeps_the_old_fact_first_and_unmarked(opened)
 def test_what_does_not_change_ones_fact_leaves_it_current(opened, newer):
     mem = opened(("I live in Lisbon, in Alfama.", "2024-01-10"), (newer[0], "2024-06-15"))
     hits = list(mem.search("Where do I live?", user_id="ana", k=2))
-    assert all(h.current is None for h in hits)
+    assert all(h.current is True for h in hits)
     assert all("may have changed" not in h.text for h in hits)
 
 
@@ -174,7 +174,7 @@ def test_a_return_a_visit_or_a_stay_leaves_the_older_fact_current(opened, older,
     mem = opened((older, "2024-01-10"), (newer, "2024-06-15"))
     hits = list(mem.search(question, user_id="ana", k=2))
     assert len(hits) == 2
-    assert all(h.current is None for h in hits)
+    assert all(h.current is True for h in hits)
 
 
 @pytest.mark.parametrize("older,newer,question", [
@@ -189,7 +189,7 @@ def test_a_state_said_to_go_on_leaves_the_older_fact_current(opened, older, newe
     mem = opened((older, "2024-01-10"), (newer, "2024-06-15"))
     hits = list(mem.search(question, user_id="ana", k=2))
     assert len(hits) == 2
-    assert all(h.current is None for h in hits)
+    assert all(h.current is True for h in hits)
 
 
 def test_a_change_far_from_the_question_still_replaces_and_questions_are_no_versions(opened):
@@ -204,7 +204,7 @@ def test_a_change_far_from_the_question_still_replaces_and_questions_are_no_vers
     barista = next(h for h in hits if h.memory.text.startswith("I'm a barista"))
     assert barista.current is False
     asked = [h for h in hits if h.memory.text.startswith("What's a good way")]
-    assert all(h.current is None for h in asked)
+    assert all(h.current is True for h in asked)
 
 
 @pytest.mark.parametrize("other", ["assistant", "Ben"])
@@ -222,7 +222,7 @@ def test_talk_between_two_people_is_left_as_ranked(tmp_path, embedder, other):
         hits = list(mem.search("Where does Ana work?", user_id="ana", k=2))
         assert len(hits) == 2
         marks = [h.current for h in hits]
-        assert marks == ([None, False] if other == "assistant" else [None, None])
+        assert marks == ([True, False] if other == "assistant" else [True, True])
 
 
 @pytest.mark.parametrize("later,changed", [
