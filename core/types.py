@@ -6,7 +6,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .errors import InvalidInputError
@@ -48,24 +48,44 @@ def as_utc(moment: datetime) -> datetime:
 
 
 def as_datetime(value: Any, what: str) -> datetime | None:
-    """Accept a datetime, an ISO string or epoch seconds; reject anything else."""
-    if value is None or isinstance(value, datetime):
-        return value
+    """Accept a datetime, an ISO string or epoch seconds between the years `EARLIEST` and
+    `LATEST` (as written and in UTC); reject anything else."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return _within_years(value, what)
     if isinstance(value, bool):
         raise InvalidInputError(f"{what} must be a datetime, ISO string or epoch seconds")
     if isinstance(value, (int, float)):
         try:  # NaN raises ValueError, inf and out-of-range values OverflowError or OSError
-            return datetime.fromtimestamp(value, timezone.utc)
+            return _within_years(datetime.fromtimestamp(value, timezone.utc), what)
         except (ValueError, OverflowError, OSError) as exc:
             raise InvalidInputError(f"{what} {value!r} is not a representable epoch time") from exc
     if isinstance(value, str):
         try:
-            return datetime.fromisoformat(value.strip())
+            moment = datetime.fromisoformat(value.strip())
         except ValueError as exc:
             raise InvalidInputError(f"{what} {value!r} is not an ISO 8601 date") from exc
+        return _within_years(moment, what)
     raise InvalidInputError(
         f"{what} must be a datetime, ISO string or epoch seconds, not {type(value).__name__}"
     )
+
+
+EARLIEST, LATEST = 100, 9899
+"""The years a time given to the memory may lie in. Relative times in the text are dated
+from it ("yesterday", "99 years ago": counts reach two digits) and times are compared in
+UTC, so a time within a century of Python's years 1 and 9999 (0001-01-01 at +14:00 is
+year 0 in UTC) would overflow there: it is refused at the door instead."""
+
+
+def _within_years(moment: datetime, what: str) -> datetime:
+    offset = moment.utcoffset() or timedelta(0)
+    wall = moment.replace(tzinfo=None)
+    if not EARLIEST <= wall.year <= LATEST or not EARLIEST <= (wall - offset).year <= LATEST:
+        raise InvalidInputError(f"{what} {moment.isoformat()!r} is outside the years "
+                                f"{EARLIEST}-{LATEST} this memory dates")
+    return moment
 
 
 def check_unicode(value: str, what: str) -> str:

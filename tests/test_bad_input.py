@@ -210,3 +210,30 @@ def test_parse_yes_no_is_a_bool_or_parse_error(answer):
         return
     assert isinstance(value, bool)
     assert not math.isnan(float(value))
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:00-14:00",
+                                  "0050-06-01", "9950-01-01T00:00:00Z"])
+def test_a_time_at_the_ends_of_the_calendar_is_refused_at_the_door(mem, when):
+    """"Yesterday" said on 1 January of year 1 at +14:00 (year 0 in UTC) raised a raw
+    OverflowError on write, and a conversation logged with such a time failed reflection."""
+    said = "Yesterday I ran ten kilometres."
+    calls = [lambda: mem.add(said, user_id="u", occurred_at=when),
+             lambda: mem.add([{"role": "user", "content": said, "timestamp": when}],
+                             user_id="u"),
+             lambda: mem.add_session([("user", said)], user_id="u", started_at=when),
+             lambda: mem.append({"speaker": "user", "text": said, "timestamp": when},
+                                user_id="u", session_id="s"),
+             lambda: mem.search("When did I run?", user_id="u", as_of=when)]
+    for call in calls:
+        with pytest.raises(InvalidInputError, match="outside the years 100-9899"):
+            call()
+    assert mem.turns(user_id="u") == []
+    assert mem.memories(user_id="u") == []
+
+
+def test_the_first_and_last_years_accepted_ground_relative_times(mem):
+    [first] = mem.add("Yesterday I ran.", user_id="u", occurred_at="0100-01-02T00:00:00+14:00")
+    [last] = mem.add("Tomorrow I run.", user_id="u", occurred_at="9899-12-30T00:00:00-14:00")
+    assert "Yesterday (1 January 100)" in first.text
+    assert "Tomorrow (31 December 9899)" in last.text
