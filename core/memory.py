@@ -42,6 +42,7 @@ from .write.ingest import TurnLike
 from .write.pipeline import build_pipeline
 from .write.reconcile import Reconciler
 from .write.reflect import Pipeline
+from .write.repeats import add_key
 from .write.segment import Segmenter
 from .write.wiring import ingestor_for
 
@@ -166,8 +167,11 @@ class ReflectiveMemory:
                     run_id: str | None = None) -> list[Memory]:
         """Append a whole session and reflect it; returns the memories added or merged.
 
-        Adding again turns that are all stored already, with the same ids, speakers and texts,
-        is a no-op returning `[]` (a script run twice); a reused id with other words raises.
+        Adding a session stored already is a no-op returning `[]` (a script run twice, a
+        client retrying): turns whose ids are stored with the same speakers and texts, or
+        turns given without ids that the session holds already. A session given no
+        `session_id` is named by its content (turns, metadata, `started_at`), so the same
+        one added twice is one. A reused turn id with other words raises.
         """
         return self._ingest.add_session(turns, user_id=user_id, session_id=session_id,
                                         started_at=started_at, metadata=metadata,
@@ -185,6 +189,11 @@ class ReflectiveMemory:
         hit may hold (`search.max_hit_words`) becomes one memory per passage of whole sentences.
         `occurred_at` is when it was said (default now; for a conversation, when it began);
         an earlier memory it changes is marked superseded as of then (`supersession`).
+
+        The write is idempotent: the same content for the same user, metadata (scopes
+        included) and `occurred_at` (or none given) is stored once. Adding a fact again
+        returns the memories the first add stored, as they are now; a conversation again
+        adds nothing and returns [] (`add_session`).
         """
         user_id = check_id(user_id, "user_id")
         meta = check_metadata(metadata, agent_id=agent_id, run_id=run_id)
@@ -194,9 +203,15 @@ class ReflectiveMemory:
                                     started_at=occurred_at)
         added = fact_memories(content, user_id=user_id, metadata=meta,
                               words=unit_words(self.config), occurred_at=occurred_at,
-                              compressor=self.pipeline.compressor, embedder=self.embedder)
-        return self._superseding(user_id, self.store.add_memories(user_id, added,
-                                                                  source="direct"))
+                              compressor=self.pipeline.compressor, embedder=self.embedder,
+                              key=add_key(user_id, content, meta, occurred_at))
+        made = {m.id: m for m in self._superseding(
+            user_id, self.store.add_memories(user_id, added, source="direct"))}
+        ids = [new.memory.id for new in added]
+        if len(made) < len(ids):  # a repeat: what the same add stored before
+            made.update((m.id, m) for m in self.store.memories(
+                user_id, [i for i in ids if i not in made]))
+        return [made[i] for i in ids if i in made]
 
     def _superseding(self, user_id: str, written: list[Memory]) -> list[Memory]:
         """`written` with what supersession found they change recorded (when it is on)."""

@@ -8,7 +8,6 @@ a memory outside it is as absent as another user's; a write is bounded in size."
 # annotation, which must be the installed SDK's class itself.
 import inspect
 import json
-import secrets
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Annotated, Any
@@ -18,8 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InvalidInputError, NotFoundError, RMMError
 from ..memory import ReflectiveMemory
+from ..metadata import check_metadata
 from ..read.ranked import CONTEXT_WORDS
 from ..types import Memory, as_datetime
+from ..write.ingest import coerce_turns
+from ..write.repeats import add_key, session_for
 from .access import Access
 from .payload import memory_dict, result_dict, version_dict
 from .sdk import SDK
@@ -95,17 +97,19 @@ def check_filters_size(filters: Mapping[str, Any] | None) -> None:
                                 f"{MAX_FILTER_VALUES} in one search")
 
 
-def session_of(messages: list[dict[str, Any]], occurred_at: str | None) -> dict[str, Any]:
-    """A conversation's session: a readable id (`mcp-<date>-<random>`, so its turns' refs read
-    `mcp-2024-05-01-3f9a1c2b:1`) and its date: `occurred_at`, else the first message's
-    timestamp, else the time of the call, so that its memories are dated as the
-    library's are when a session has a start."""
+def session_of(messages: list[dict[str, Any]], occurred_at: str | None,
+               key: str) -> dict[str, Any]:
+    """A conversation's session: a readable id (`mcp-<date>-<16 hex digits of key>`, so its
+    turns' refs read `mcp-2024-05-01-3f9a1c2b5d7e9f01:1`; `key` is the add's identity, so
+    that a retried call names the same session and adds nothing) and its date:
+    `occurred_at`, else the first message's timestamp, else the time of the call, so that
+    its memories are dated as the library's are when a session has a start."""
     started = as_datetime(occurred_at, "occurred_at")
     if started is None:
         stamps = [m["timestamp"] for m in messages if m.get("timestamp") is not None]
         started = as_datetime(stamps[0], "turn timestamp") if stamps else \
             datetime.now(timezone.utc)
-    return {"session_id": f"mcp-{started.date().isoformat()}-{secrets.token_hex(4)}",
+    return {"session_id": f"mcp-{started.date().isoformat()}-{session_for(key, 16)}",
             "started_at": started}
 
 
@@ -169,7 +173,9 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
     ) -> str:
         """Remember a fact (stored and searchable at once) or a conversation (logged as a new
         session and reflected into memories now). Returns the memories added or merged; an
-        earlier memory it changes (a move, a new date) is marked superseded."""
+        earlier memory it changes (a move, a new date) is marked superseded. A call repeated
+        (a retry) stores nothing twice: a fact returns the memories it made, a conversation
+        none."""
         def write(user: str) -> dict[str, Any]:
             check_size(content, metadata, max_chars)
             scopes = {"agent_id": access.scope("agent_id", agent_id),
@@ -179,8 +185,10 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
                                    occurred_at=occurred_at, **scopes)
             else:
                 turns = [as_turn(m) for m in content]
+                key = add_key(user, coerce_turns(turns), check_metadata(metadata, **scopes),
+                              as_datetime(occurred_at, "occurred_at"))
                 added = memory.add_session(turns, user_id=user, metadata=metadata,
-                                           **session_of(turns, occurred_at), **scopes)
+                                           **session_of(turns, occurred_at, key), **scopes)
             return {"added": [memory_dict(m) for m in added]}
 
         return await run(ctx, user_id, write)

@@ -309,7 +309,8 @@ class Store(ABC):
 
     def add_memories(self, user_id: str, adds: Sequence[NewMemory], source: str) -> list[Memory]:
         """Add memories made without reflection (`ReflectiveMemory.add` of a fact), each with
-        a first version from `source`, in one transaction."""
+        a first version from `source`, in one transaction; return those added. One whose id
+        the user has already is left as it is, not added again (a repeated `add`)."""
         raise NotImplementedError(f"{type(self).__name__} cannot add memories directly")
 
     def update_memory(self, user_id: str, memory_id: str, text: str, key: str,

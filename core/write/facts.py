@@ -13,14 +13,17 @@ from ..models.embed import Embedder
 from ..storage.base import NewMemory, Store
 from ..types import Memory, Turn, new_memory_id, utcnow
 from .compress import Compressor
+from .repeats import fact_ids
 
 
 def fact_memories(text: str, *, user_id: str, metadata: dict[str, Any], words: int,
                   compressor: Compressor, embedder: Embedder,
-                  occurred_at: datetime | None = None) -> list[NewMemory]:
+                  occurred_at: datetime | None = None, key: str | None = None
+                  ) -> list[NewMemory]:
     """A fact as new memories, one per passage of whole sentences of at most `words`: keyed,
     embedded, with no refs and `source="direct"`; relative times dated as of when it was
-    said (`occurred_at`, default now)."""
+    said (`occurred_at`, default now). `key` (`write.repeats.add_key`): ids made from it,
+    the same for the same add; None: random ids."""
     now = utcnow()
     said = occurred_at or now
     fact = Turn.coerce({"speaker": "user", "text": text})
@@ -28,11 +31,12 @@ def fact_memories(text: str, *, user_id: str, metadata: dict[str, Any], words: i
     texts = [p.text for p in passages(fact, words)]
     keys = compressor.compress(texts)
     vectors = embedder.embed(texts)
-    return [NewMemory(Memory(id=new_memory_id(), user_id=user_id, text=text, key=key or text,
+    ids = fact_ids(key, len(texts)) if key else [new_memory_id() for _ in texts]
+    return [NewMemory(Memory(id=mid, user_id=user_id, text=text, key=found or text,
                              refs=[], speakers=["user"], occurred_at=said, created_at=now,
                              updated_at=now, attrs={"source": "direct"}, metadata=metadata),
                       vector[None, :])
-            for text, key, vector in zip(texts, keys, vectors)]
+            for mid, text, found, vector in zip(ids, texts, keys, vectors)]
 
 
 def rewritten(memory: Memory, text: str, metadata: dict[str, Any], *, store: Store,

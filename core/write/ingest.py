@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -17,6 +16,7 @@ from ..metadata import check_metadata
 from ..storage.base import SessionState, Store
 from ..types import Memory, Turn, as_datetime, check_id
 from .reflect import Reflector
+from .repeats import add_key, numbered, session_for
 from .worker import ReflectionWorker
 
 TurnLike = Turn | Mapping[str, Any] | tuple[str, str]
@@ -82,19 +82,37 @@ class Ingestor:
 
     def add_session(self, turns: Sequence[TurnLike], *, user_id: str,
                     session_id: str | None = None, **append: Any) -> list[Memory]:
-        """Append and end a session (`append` holds `append`'s other arguments); turns all
-        stored already, with the same words, are a no-op."""
+        """Append and end a session (`append` holds `append`'s other arguments). A session
+        stored already is a no-op: turns stored with the same ids and words, or turns given
+        without ids that the session holds already; a session given no id is named by its
+        content (`write.repeats`), so that the same one is the same session."""
         if not isinstance(turns, Sequence) or isinstance(turns, (str, bytes)) or not turns:
             raise InvalidInputError("add_session needs a non-empty list of turns")
-        session_id = session_id if session_id is not None else uuid.uuid4().hex
+        user_id = check_id(user_id, "user_id")
+        given = batch = coerce_turns(turns)
+        if session_id is None:
+            meta = check_metadata(append.get("metadata"), agent_id=append.get("agent_id"),
+                                  run_id=append.get("run_id"))
+            said = as_datetime(append.get("started_at"), "started_at")
+            session_id = session_for(add_key(user_id, batch, meta, said))
+        if any(t.id is None for t in batch):
+            logged = self.store.turns(user_id, check_id(session_id, "session_id"))
+            if not logged:  # numbered now, a second add of them is refused as a repeat
+                batch = numbered(batch, session_id)
+            elif [(t.speaker, t.text) for t in logged] == [(t.speaker, t.text) for t in batch]:
+                return []
         try:
             # ended below, whole: reflecting at the size limit first would return nothing
-            self.append(turns, user_id=user_id, session_id=session_id, at_limit=False,
+            self.append(batch, user_id=user_id, session_id=session_id, at_limit=False,
                         **append)
         except DuplicateTurnError:
-            if _all_stored(self.store, user_id, coerce_turns(turns)):
+            if _all_stored(self.store, user_id, batch):
                 return []
-            raise
+            if batch is given:
+                raise
+            # a place id the caller gave another turn: the log numbers them (`s:2.2`)
+            self.append(given, user_id=user_id, session_id=session_id, at_limit=False,
+                        **append)
         return self.end_session(user_id=user_id, session_id=session_id, wait=True)
 
     def add_sessions(self, sessions: Iterable[Mapping[str, Any]], *, user_id: str,

@@ -271,7 +271,7 @@ async def test_a_conversation_without_timestamps_gets_readable_refs_and_the_call
                             occurred_at="2024-05-01"))["added"]
         hits = (await call(s, "search", query="which instrument?", k=1))["hits"]
     [session] = m["session_ids"]
-    assert re.fullmatch(rf"mcp-{today.date().isoformat()}-[0-9a-f]{{8}}", session)
+    assert re.fullmatch(rf"mcp-{today.date().isoformat()}-[0-9a-f]{{16}}", session)
     assert m["refs"] == [f"{session}:1", f"{session}:2"]
     assert m["occurred_at"][:10] == today.date().isoformat()
     assert hits[0]["text"].startswith(f"[{today.day} {today:%B %Y}]")

@@ -116,12 +116,13 @@ def test_hits_fit_max_hit_words_and_refs_name_only_turns_the_text_carries(mem):
 def test_a_merge_that_would_pass_the_budget_adds_instead(open_memory):
     mem = open_memory(search={"max_hit_words": 20})
     session = [Turn("Ana", "I adopted a beagle called Biscuit and he loves long walks.")]
-    mem.add_session(session, user_id="ana")
-    mem.add_session(session, user_id="ana")  # the same text again: a near-duplicate
+    mem.add_session(session, user_id="ana", session_id="s1")
+    mem.add_session(session, user_id="ana", session_id="s2")  # the same text again: a
+    # near-duplicate, said in another session (the same session again would add nothing)
     assert [len(m.text.split()) <= 17 for m in mem.memories(user_id="ana")] == [True, True]
     roomy = open_memory(search={"max_hit_words": 200})
-    roomy.add_session(session, user_id="bo")
-    roomy.add_session(session, user_id="bo")
+    roomy.add_session(session, user_id="bo", session_id="s1")
+    roomy.add_session(session, user_id="bo", session_id="s2")
     assert len(roomy.memories(user_id="bo")) == 1  # it fits: merged as before
 
 

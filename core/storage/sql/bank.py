@@ -114,6 +114,11 @@ class MemoryBankSQL(IndexDataSQL):
 
     def add_memories(self, user_id: str, adds: Sequence[NewMemory], source: str) -> list[Memory]:
         with self._tx(f"user:{user_id}") as db:
+            ids = [new.memory.id for new in adds]
+            have = {row[0] for chunk in _chunks(ids) for row in db.all(
+                f"SELECT id FROM memories WHERE user_id = ? AND id IN ({_marks(len(chunk))})",
+                (user_id, *chunk))}
+            adds = [new for new in adds if new.memory.id not in have]
             added = self._insert_memories(db, user_id, adds, iso(utcnow()), source)
             if adds:
                 self._bump(db, user_id, [new.memory.id for new in adds])
