@@ -39,8 +39,10 @@ __all__ = ["BAD_DATA", "COMMANDS", "EXIT_CODES", "NO_DATABASE", "NOT_REFLECTED",
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "add": ("add conversations from a JSON or JSON Lines file as a user's sessions, "
-            "reflected into memories now (one progress step a session)",
+            "reflected into memories now (one progress step a session), or one fact; what "
+            "is stored already is skipped",
             "rmm add --user alice chats.jsonl\n"
+            "  rmm add --user ana --text \"I like green tea\"   (one fact)\n"
             "  rmm add --user maya --sample     (the packaged five-session conversation)"),
     "users": ("every user with their sessions, turns and memories",
               "rmm users\n  rmm users --json"),
@@ -122,6 +124,11 @@ def add_commands(commands: Any) -> None:
             source.add_argument("file", nargs="?", help="sessions or messages (JSON, JSONL)")
             source.add_argument("--sample", action="store_true",
                                 help="the sample conversation that ships with the package")
+            source.add_argument("--text", default=None, metavar="FACT",
+                                help="one fact to remember as it is, e.g. --text \"I like "
+                                     "green tea\" (stored and searchable at once)")
+            sub.add_argument("--occurred-at", default=None, metavar="DATE",
+                             help="with --text: when it was said, ISO 8601 (default now)")
         if name in ("add", "search"):
             sub.add_argument("--embedding-model", default=None, metavar="NAME_OR_PATH",
                              help="the model the memory is built with (default: the "

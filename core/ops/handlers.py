@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -100,25 +101,65 @@ def _add(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     from ..config import MemoryConfig
     from .sessions_file import read_sessions, sample_path
 
-    path = sample_path() if args.sample else args.file
-    try:
-        sessions = read_sessions(path)
-    except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc}", BAD_DATA) from exc
-    except InvalidInputError as exc:
-        raise CommandError(f"nothing added: {exc}", BAD_DATA) from exc
+    sessions: list[dict[str, Any]] = []
+    if args.occurred_at is not None and args.text is None:
+        raise CommandError("--occurred-at goes with --text (a file's sessions carry their "
+                           "own started_at)", USAGE)
+    if args.text is None:
+        path = sample_path() if args.sample else args.file
+        try:
+            sessions = read_sessions(path)
+        except FileNotFoundError as exc:
+            raise CommandError(f"no file {path!r}; to add it as a fact, give it with --text: "
+                               f"rmm add --user {shlex.quote(args.user)} --text "
+                               f"{shlex.quote(str(path))}", BAD_DATA) from exc
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc}", BAD_DATA) from exc
+        except InvalidInputError as exc:
+            raise CommandError(f"nothing added: {exc}", BAD_DATA) from exc
     try:
         mem = _reader(store, MemoryConfig(embedding={"model": args.embedding_model}))
     except (RMMError, OSError) as exc:
         raise CommandError(f"cannot load the embedding model: {exc}", USAGE) from exc
-    try:
-        added = mem.add_sessions(sessions, user_id=args.user)
-    except InvalidInputError as exc:  # e.g. a turn id reused with other words
-        raise CommandError(f"stopped: {exc}", BAD_DATA) from exc
-    turns = sum(len(s["turns"]) for s in sessions)
-    out.write(f"added {len(sessions)} sessions ({turns} turns) for {args.user}: "
-              f"{len(added)} memories added or merged\n")
+    if args.text is not None:
+        return _add_fact(mem, args, out)
+    added, skipped, memories = [0, 0], [0, 0], 0
+    for session in progress(sessions, desc="reflecting", unit="session"):
+        before = store.counts(args.user)["turns"]
+        try:
+            memories += len(mem.add_session(user_id=args.user, **session))
+        except InvalidInputError as exc:  # e.g. a turn id reused with other words
+            raise CommandError(f"stopped: {exc}", BAD_DATA) from exc
+        tally = added if store.counts(args.user)["turns"] > before else skipped
+        tally[0] += 1
+        tally[1] += len(session["turns"])
+    said = [f"added {_sessions(*added)} for {args.user}: {memories} memories added or merged"
+            if added[0] else f"nothing added for {args.user}"]
+    if skipped[0]:
+        said.append(f"{_sessions(*skipped)} already stored, skipped")
+    out.write("; ".join(said) + "\n")
     return OK
+
+
+def _add_fact(mem: Any, args: argparse.Namespace, out: TextIO) -> int:
+    """`rmm add --text`: one fact, stored as it is (`ReflectiveMemory.add`)."""
+    before = mem.store.counts(args.user)["memories"]
+    try:
+        made = mem.add(args.text, user_id=args.user, occurred_at=args.occurred_at)
+    except InvalidInputError as exc:
+        raise CommandError(f"nothing added: {exc}", BAD_DATA) from exc
+    ids = ", ".join(m.id for m in made)
+    if mem.store.counts(args.user)["memories"] == before:
+        out.write(f"already stored for {args.user}, nothing added: {ids}\n")
+    else:
+        out.write(f"added a fact for {args.user}: {len(made)} "
+                  f"memor{'y' if len(made) == 1 else 'ies'} {ids}\n")
+    return OK
+
+
+def _sessions(sessions: int, turns: int) -> str:
+    return f"{sessions} session{'' if sessions == 1 else 's'} ({turns} turn" \
+        f"{'' if turns == 1 else 's'})"
 
 
 def _search(store: Store, args: argparse.Namespace, out: TextIO) -> int:

@@ -11,7 +11,7 @@ import pytest
 from rmm_core import ReflectiveMemory
 from rmm_core.cli import main
 from rmm_core.errors import InvalidInputError
-from rmm_core.ops.commands import BAD_DATA, OK
+from rmm_core.ops.commands import BAD_DATA, OK, USAGE
 from rmm_core.ops.sessions_file import read_sessions, sample_path
 
 SESSIONS = [
@@ -81,11 +81,54 @@ def test_a_bad_file_stores_nothing(tmp_path, capsys, content, message):
     assert stored(db, "kai") == ([], [])
 
 
-def test_a_missing_file_is_bad_data(tmp_path, capsys):
+def test_a_missing_file_is_bad_data_and_names_the_flag_for_a_fact(tmp_path, capsys):
     db = tmp_path / "m.sqlite"
     assert main(["--db", str(db), "add", "--user", "kai", str(tmp_path / "none.json")]) \
         == BAD_DATA
-    assert "cannot read" in capsys.readouterr().err
+    assert f"no file '{tmp_path / 'none.json'}'" in capsys.readouterr().err
+    # what a user types first to add one fact: told the exact command
+    assert main(["--db", str(db), "add", "--user", "ana", "I like green tea"]) == BAD_DATA
+    err = capsys.readouterr().err
+    assert "rmm add --user ana --text 'I like green tea'" in err
+    assert stored(db, "ana") == ([], [])
+
+
+def test_a_fact_is_added_with_text_once(tmp_path, capsys):
+    db = tmp_path / "m.sqlite"
+    assert main(["--db", str(db), "add", "--user", "ana", "--text", "I like green tea",
+                 "--occurred-at", "2024-05-01"]) == OK
+    out = capsys.readouterr().out
+    assert out.startswith("added a fact for ana: 1 memory ")
+    [memory] = stored(db, "ana")[1]
+    assert (memory.text, memory.occurred_at.date().isoformat()) == ("I like green tea",
+                                                                   "2024-05-01")
+    assert memory.id in out
+    assert main(["--db", str(db), "add", "--user", "ana", "--text", "I like green tea",
+                 "--occurred-at", "2024-05-01"]) == OK
+    assert capsys.readouterr().out == f"already stored for ana, nothing added: {memory.id}\n"
+    assert len(stored(db, "ana")[1]) == 1
+    assert main(["--db", str(db), "add", "--user", "ana", "--text", "x",
+                 "--occurred-at", "0001-01-01T00:00:00+14:00"]) == BAD_DATA
+    assert "outside the years" in capsys.readouterr().err
+    assert main(["--db", str(db), "add", "--user", "ana", "--sample",
+                 "--occurred-at", "2024-05-01"]) == USAGE
+    assert "--occurred-at goes with --text" in capsys.readouterr().err
+
+
+def test_a_file_added_again_says_what_it_skipped(tmp_path, capsys):
+    source, db = tmp_path / "chats.json", tmp_path / "m.sqlite"
+    source.write_text(json.dumps(SESSIONS[:1]))
+    assert main(["--db", str(db), "add", "--user", "kai", str(source)]) == OK
+    capsys.readouterr()
+    source.write_text(json.dumps(SESSIONS))  # one session more, the first as it was
+    assert main(["--db", str(db), "add", "--user", "kai", str(source)]) == OK
+    out = capsys.readouterr().out
+    assert out.startswith("added 1 session (1 turn) for kai: ")
+    assert out.endswith("; 1 session (2 turns) already stored, skipped\n")
+    assert main(["--db", str(db), "add", "--user", "kai", str(source)]) == OK
+    assert capsys.readouterr().out == ("nothing added for kai; 2 sessions (3 turns) already "
+                                       "stored, skipped\n")
+    assert len(stored(db, "kai")[0]) == 3
 
 
 def test_the_sample_has_questions_whose_evidence_is_in_it():
