@@ -3,6 +3,8 @@
 Uses the sample conversation that ships with the package (Maya's five sessions with an
 assistant); `--data PATH` takes your own conversation file instead, in the form `rmm add`
 reads (the sample's form: `{"sessions": [...], "questions": [...]}`, questions optional).
+Each question's gold turns (its `evidence`) are checked against the hits' source turns:
+a line says whether the hits hold them, and the last line how many questions they did.
 Runs offline on the embedded SQLite store with the LLM-free pipeline.
 
     python cookbook/quickstart.py [--data conversation.json] [--db memory.sqlite] [--questions 5]
@@ -35,6 +37,25 @@ def conversation(path: Path, limit: int) -> tuple[list[dict], list[tuple[str, li
     return sessions, [(q["question"], q["evidence"]) for q in questions[:limit]]
 
 
+K = 2
+"""Hits shown per question."""
+
+
+def gold_verdict(gold: list[str], refs: list[list[str]]) -> tuple[str, bool]:
+    """Whether the hits (each one's source turns) hold every gold turn, in words: which hit
+    holds each, and which none does."""
+    place = {}
+    for n, turns in enumerate(refs, 1):
+        for turn in turns:
+            place.setdefault(turn, n)
+    held = [f"{g} in hit {place[g]}" for g in gold if g in place]
+    missed = [g for g in gold if g not in place]
+    if not missed:
+        return "found: " + ", ".join(held), True
+    return f"missed: no hit holds {', '.join(missed)}" + \
+        (f" (found {', '.join(held)})" if held else ""), False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None,
@@ -53,13 +74,20 @@ def main() -> None:
     mem.add_sessions(sessions, user_id=user)
     print(f"{len(mem.turns(user_id=user))} turns -> {len(mem.memories(user_id=user))} memories "
           f"in {time.perf_counter() - start:.1f} s (store: {db})\n")
+    found = 0
     for question, gold in questions:
         print(f"Q: {question}   (gold turns: {', '.join(gold)})")
-        for hit in mem.search(question, user_id=user, k=2):
+        hits = mem.search(question, user_id=user, k=K)
+        for hit in hits:
             shown = hit.text if len(hit.text) < 400 else hit.text[:400] + " ..."
             print(f"  [{hit.score:.2f}] from turns {', '.join(hit.refs)}")
             print("    " + shown.replace("\n", "\n    "))
-        print()
+        verdict, held = gold_verdict(gold, [hit.refs for hit in hits])
+        found += held
+        print(f"  -> {verdict}\n")
+    if questions:
+        print(f"Gold turns found for {found} of {len(questions)} questions in the top {K} "
+              "hits.")
     mem.close()
 
 

@@ -33,12 +33,35 @@ def section(out: str, start: str, end: str | None = None) -> str:
 
 def check_quickstart(out: str) -> None:
     """Ingests a multi-session conversation, then answers recall queries from memory,
-    showing each hit's source turns."""
+    showing each hit's source turns and whether they hold the question's gold turns."""
     assert re.search(r"\d+ turns -> \d+ memories in", out)
     questions = out.split("Q: ")[1:]
     assert len(questions) == 2
     for answer in questions:
         assert re.search(r"\[\d\.\d\d\] from turns \S", answer)  # each query has hits
+    assert gold_found(out) == 2
+
+
+def gold_found(out: str) -> int:
+    """How many questions the quickstart says its hits found the gold turns of, each
+    verdict checked against the gold turns and hits it printed, and against its total."""
+    questions = out.split("Q: ")[1:]
+    found = 0
+    for answer in questions:
+        gold = re.search(r"\(gold turns: ([^)]*)\)", answer)[1].split(", ")
+        hits = [line.split(", ") for line in re.findall(r"\] from turns (.*)", answer)]
+        verdict = re.search(r"^  -> (found|missed): (.*)$", answer, re.M)
+        first = {t: n for n, refs in reversed(list(enumerate(hits, 1))) for t in refs}
+        if all(g in first for g in gold):
+            found += 1
+            assert verdict[1] == "found"
+            assert verdict[2] == ", ".join(f"{g} in hit {first[g]}" for g in gold)
+        else:
+            assert verdict[1] == "missed"
+            assert all(g in verdict[2] for g in gold if g not in first)
+    total = re.search(r"Gold turns found for (\d+) of (\d+) questions in the top 2 hits", out)
+    assert (int(total[1]), int(total[2])) == (found, len(questions))
+    return found
 
 
 def check_scm_controller(out: str) -> None:
@@ -168,7 +191,8 @@ def test_quickstart_runs_on_the_packaged_sample_by_default(tmp_path):
     assert "30 turns -> " in out
     pet = out.split("Q: What pet does Maya have?")[1].split("Q: ")[0]
     assert "Pixel" in pet
-    assert "S2:5" in pet
+    assert "  -> found: S2:5 in hit " in pet
+    assert gold_found(out) >= 4  # of the sample's 5 questions (a miss is said as one)
 
 
 def test_quickstart_takes_the_users_own_conversation_file(tmp_path):
@@ -178,7 +202,8 @@ def test_quickstart_takes_the_users_own_conversation_file(tmp_path):
             {"id": "a:2", "speaker": "Bob", "text": "Do they make much honey?"}]},
         {"session_id": "b", "turns": [
             {"id": "b:1", "speaker": "Ann", "text": "My daughter starts violin lessons."}]}],
-        "questions": [{"question": "Where does Ann keep bees?", "evidence": ["a:1"]}]}
+        "questions": [{"question": "Where does Ann keep bees?", "evidence": ["a:1"]},
+                      {"question": "Who plays the cello?", "evidence": ["c:1"]}]}
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(conversation))
     out = run("quickstart.py", "--data", str(path), "--db", str(tmp_path / "q.sqlite"),
@@ -187,3 +212,6 @@ def test_quickstart_takes_the_users_own_conversation_file(tmp_path):
     assert "3 turns -> " in out
     assert "Q: Where does Ann keep bees?   (gold turns: a:1)" in out
     assert "from turns a:1" in out.split("Q: ")[1]
+    assert "  -> found: a:1 in hit 1" in out.split("Q: ")[1]
+    assert "  -> missed: no hit holds c:1" in out.split("Q: ")[2]  # a turn it never had
+    assert gold_found(out) == 1
