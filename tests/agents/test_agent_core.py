@@ -216,7 +216,8 @@ def test_reflection_does_not_merge_across_scopes(open_memory):
     text = [("user", "I water the tomato plants every morning before breakfast.")]
     [a] = mem.add(text, user_id="u", agent_id="a")
     [b] = mem.add(text, user_id="u", agent_id="b")
-    [a2] = mem.add(text, user_id="u", agent_id="a")
+    assert mem.add(text, user_id="u", agent_id="a") == []  # the same add again: a no-op
+    [a2] = mem.add(text, user_id="u", agent_id="a", occurred_at="2024-05-01")  # said again
     assert a.id != b.id
     assert a2.id == a.id
     assert mem.get(b.id, user_id="u").metadata == {"agent_id": "b"}
