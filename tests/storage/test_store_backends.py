@@ -303,13 +303,30 @@ def test_a_reflection_returns_its_added_and_merged_memories_as_stored(store):
 
 
 def test_a_batch_failing_mid_way_writes_nothing(store):
-    user = uuid.uuid4().hex
+    user, other = uuid.uuid4().hex, uuid.uuid4().hex
     first = new(user, "first", [])
     store.add_memories(user, [first], source="direct")
+    taken = new(other, "another user's", [])
+    store.add_memories(other, [taken], source="direct")
     generation = store.index_data(user).generation
+    clash = NewMemory(Memory(id=taken.memory.id, user_id=user, text="c", key="c", refs=[]),
+                      unit(2))  # memory ids are unique across users
     with pytest.raises(StorageError, match="(?i)unique|duplicate"):
-        store.add_memories(user, [new(user, "b", []), new(user, "c", []), first], source="x")
+        store.add_memories(user, [new(user, "b", []), clash], source="x")
     assert [m.text for m in store.memories(user)] == ["first"]
     assert store.index_data(user).generation == generation
     assert list(store.memory_vectors(user, [m.id for m in store.memories(user)])) == [
         first.memory.id]
+
+
+def test_a_memory_added_again_with_its_id_is_left_as_it_is(store):
+    """A repeated `add` (its ids made from its content) writes only what is new."""
+    user = uuid.uuid4().hex
+    first = new(user, "first", [])
+    store.add_memories(user, [first], source="direct")
+    again = NewMemory(Memory(id=first.memory.id, user_id=user, text="other", key="other",
+                             refs=[]), unit(2))
+    second = new(user, "second", [])
+    assert [m.id for m in store.add_memories(user, [again, second], source="direct")] == [
+        second.memory.id]
+    assert [m.text for m in store.memories(user)] == ["first", "second"]
