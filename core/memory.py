@@ -292,7 +292,8 @@ class ReflectiveMemory:
         temperature `reranker.temperature`) so that `feedback` can learn.
 
         A memory a later one superseded comes right after its successor (unless the query
-        asks about the past) and its text says so: "(changed 10 February 2024 → ...)".
+        asks about the past) and its text says so: "(changed 10 February 2024 → ...)";
+        `hit.current` is then False (see `MemoryHit.current`).
         `as_of` (a date) searches what was true then: memories said by that time and not
         yet superseded.
 
