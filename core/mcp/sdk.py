@@ -36,3 +36,14 @@ def load() -> SDK:
     except ImportError as exc:
         raise MissingDependencyError("mcp", "mcp") from exc
     return SDK(FastMCP, Context, ToolError, 1)
+
+
+def jsonrpc_message(body: dict[str, Any]) -> Any:
+    """`body` as the installed SDK's JSON-RPC message: a pydantic root model in mcp 1, one of
+    the message classes (read through a type adapter) in mcp 2."""
+    from mcp import types
+
+    adapter = getattr(types, "jsonrpc_message_adapter", None)
+    if adapter is not None:
+        return adapter.validate_python(body)
+    return types.JSONRPCMessage.model_validate(body)

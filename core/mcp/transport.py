@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import AsyncIterator
 from io import TextIOWrapper
 from typing import Any
 
@@ -88,12 +89,16 @@ class StrictBody:
 
 
 async def run_stdio(server: Any) -> None:
-    """Serve `server` on stdin/stdout as the SDK's `run_stdio_async`, each line checked by
-    `check_message` first (a refused one answered with a parse error, the server goes on)."""
+    """Serve `server` on stdin/stdout through the SDK's own stdio transport, each line checked
+    by `check_message` before the SDK reads it (a refused one is answered with a parse error
+    and the server goes on). The SDK reads and writes the messages, so that each major version
+    parses and prints them its own way: mcp 2's messages are no longer pydantic root models,
+    and a copy of mcp 1's reader made every line a parse failure it drops without a word."""
     import anyio
-    import anyio.lowlevel
-    from mcp import types
+    from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
+
+    from .sdk import jsonrpc_message
 
     lowlevel = getattr(server, "_mcp_server", None) or getattr(server, "_lowlevel_server", None)
     if lowlevel is None:  # an SDK laid out otherwise: its own transport, unchecked
@@ -102,42 +107,25 @@ async def run_stdio(server: Any) -> None:
     stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8",
                                           errors="replace"))
     stdout = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
-    read_writer, read_stream = anyio.create_memory_object_stream(0)
-    write_stream, write_reader = anyio.create_memory_object_stream(0)
+    replies: list[Any] = []  # the SDK's write stream, once it exists
+    ready = anyio.Event()
 
-    async def reader() -> None:
-        try:
-            async with read_writer:
-                async for line in stdin:
-                    reason = check_message(line)
-                    if reason is not None:
-                        body = error_body(line, reason)
-                        if body["id"] is None:  # the SDK cannot send an error without an id
-                            print(f"rmm mcp: refused a message: {reason}", file=sys.stderr)
-                            continue
-                        error = types.JSONRPCMessage.model_validate(body)
-                        await write_stream.send(SessionMessage(error))
-                        continue
-                    try:
-                        message = types.JSONRPCMessage.model_validate_json(line)
-                    except Exception as exc:  # noqa: BLE001 - the SDK's reader does the same
-                        await read_writer.send(exc)
-                        continue
-                    await read_writer.send(SessionMessage(message))
-        except anyio.ClosedResourceError:  # the session ended first
-            await anyio.lowlevel.checkpoint()
+    async def checked() -> AsyncIterator[str]:
+        async for line in stdin:
+            reason = check_message(line)
+            if reason is None:
+                yield line
+                continue
+            body = error_body(line, reason)
+            if body["id"] is None:  # JSON-RPC answers no error without an id
+                print(f"rmm mcp: refused a message: {reason}", file=sys.stderr)
+                continue
+            await ready.wait()
+            await replies[0].send(SessionMessage(jsonrpc_message(body)))
 
-    async def writer() -> None:
-        async with write_reader:
-            async for item in write_reader:
-                text = item.message.model_dump_json(by_alias=True, exclude_none=True)
-                await stdout.write(text + "\n")
-                await stdout.flush()
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(reader)
-        tasks.start_soon(writer)
-        # the session closes both streams when stdin ends: the writer drains and stops
+    async with stdio_server(stdin=checked(), stdout=stdout) as (read_stream, write_stream):
+        replies.append(write_stream)
+        ready.set()
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
