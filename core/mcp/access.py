@@ -37,6 +37,18 @@ class Access:
             return fixed if fixed is not None else asked
         raise AccessDenied(f"this server serves {name} {fixed!r} only, not {asked!r}")
 
+    def keeps_scope(self, metadata: Mapping[str, Any]) -> None:
+        """Refuse (`AccessDenied`) metadata that would move a memory out of the server's
+        agent or run: a fixed key given another value, or null, which would clear it."""
+        for name, fixed in self.fixed_scope.items():
+            if name not in metadata or metadata[name] == fixed:
+                continue
+            if metadata[name] is None:
+                raise AccessDenied(f"this server serves {name} {fixed!r} only: metadata "
+                                   f"cannot set {name} to null")
+            raise AccessDenied(f"this server serves {name} {fixed!r} only, not "
+                               f"{metadata[name]!r}")
+
     def user_for(self, asked: str | None, token: str | None = None) -> str:
         """The user a call acts for: the one it asked for if allowed, else the only one it
         may act for; `AccessDenied` or `InvalidInputError` otherwise."""

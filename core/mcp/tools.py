@@ -238,8 +238,7 @@ def register(server: Any, sdk: SDK, memory: ReflectiveMemory, access: Access, *,
             check_size(text, metadata, max_chars)
             scoped(memory_id, user)
             if isinstance(metadata, Mapping):  # a memory cannot be moved out of the scope
-                for name in scope.keys() & metadata.keys():
-                    access.scope(name, metadata[name])
+                access.keeps_scope(metadata)
             return memory_dict(memory.update(memory_id, text, user_id=user, metadata=metadata),
                                versions=True)
 

@@ -134,3 +134,19 @@ def test_a_fixed_agent_or_run_is_the_default_and_the_only_one():
     assert access.scope("run_id", "r1") == "r1"
     with pytest.raises(AccessDenied, match="serves agent_id 'planner' only, not 'coder'"):
         access.scope("agent_id", "coder")
+
+
+def test_metadata_cannot_move_a_memory_out_of_a_fixed_scope():
+    """The attack: `update(metadata={"agent_id": null})` passed as "not asked" and cleared
+    the server's agent from the memory. Null, another value, or another type is refused."""
+    access = Access(fixed_scope={"agent_id": "planner", "run_id": "r1"})
+    access.keeps_scope({"agent_id": "planner", "run_id": "r1", "topic": None})
+    access.keeps_scope({"topic": "ops"})
+    for name in ("agent_id", "run_id"):
+        with pytest.raises(AccessDenied, match=f"cannot set {name} to null"):
+            access.keeps_scope({name: None})
+    with pytest.raises(AccessDenied, match="serves agent_id 'planner' only, not 'coder'"):
+        access.keeps_scope({"agent_id": "coder"})
+    with pytest.raises(AccessDenied, match=r"serves run_id 'r1' only, not \['r1'\]"):
+        access.keeps_scope({"run_id": ["r1"]})
+    Access().keeps_scope({"agent_id": None})  # nothing fixed: the memory's own business

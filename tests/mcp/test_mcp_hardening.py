@@ -98,6 +98,26 @@ async def test_update_cannot_move_a_memory_into_another_agents_scope(tmp_path):
     assert len(stored.versions) == 2  # the refused updates wrote nothing
 
 
+async def test_update_cannot_clear_the_fixed_agent_or_run_with_null(tmp_path):
+    """The attack: with `--agent-id agentA`, `update(metadata={"agent_id": null})` was read
+    as "not asked" and cleared the agent, moving the memory out of the server's scope (and
+    `run_id: null` under `--run-id` alike). Refused; the memory keeps its scope."""
+    db = tmp_path / "m.sqlite"
+    async with stdio_session(db, "--user", "u", "--agent-id", "agentA", "--run-id", "r1") as s:
+        [m] = (await call(s, "add", content="The staging database restarts on Fridays."))[
+            "added"]
+        for name in ("agent_id", "run_id"):
+            message = await refused(s, "update", memory_id=m["id"], text="moved",
+                                    metadata={name: None, "topic": "ops"})
+            assert f"AccessDenied: this server serves {name} " in message
+            assert f"metadata cannot set {name} to null" in message
+        assert (await call(s, "get", memory_id=m["id"]))["text"] == m["text"]
+    with ReflectiveMemory.open(str(db)) as mem:
+        stored = mem.get(m["id"], user_id="u")
+    assert stored.metadata == {"agent_id": "agentA", "run_id": "r1"}
+    assert len(stored.versions) == 1  # the refused updates wrote nothing
+
+
 async def test_a_fixed_agent_cannot_reach_another_agents_memory_by_its_id(tmp_path):
     """The attack: get, update, delete and history took any memory id of the user, so an
     agent fixed to agentA could read, rewrite or erase agentB's memories; and `profile`
