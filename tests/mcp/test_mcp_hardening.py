@@ -1,7 +1,7 @@
 """Attacks on `rmm mcp`, each against the real server on a real SQLite file: moving or
 reaching a memory outside the server's fixed agent, one call writing minutes of work,
-Infinity slipped into metadata, deeply nested JSON-RPC bodies (stdio and HTTP); and what a
-client is told: the server's version, a conversation's refs and date."""
+Infinity (however spelt) slipped into metadata, deeply nested JSON-RPC bodies (stdio and
+HTTP); and what a client is told: the server's version, a conversation's refs and date."""
 
 from __future__ import annotations
 
@@ -208,6 +208,36 @@ def test_infinity_in_metadata_is_refused_not_stored_as_null(tmp_path):
         assert [m.metadata for m in mem.memories(user_id="u")] == [{"k": 1e300}]
 
 
+def test_a_number_beyond_a_float_is_refused_not_stored_as_null_or_dropped(tmp_path):
+    """The attack: `1e999` is valid JSON that Python reads as infinity; in metadata it was
+    stored as null, as `min_score` it was silently dropped. However the number is spelt (an
+    exponent, 400 digits), the message gets a parse error naming it and nothing is
+    written; the server goes on."""
+    db = tmp_path / "m.sqlite"
+    server = RawStdio(db, "--user", "u")
+    try:
+        for number in ("1e999", "-1E400", "1" + "0" * 400, "9" * 5000):
+            raw = ('{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": '
+                   '"add", "arguments": {"content": "I like tea.", "metadata": {"k": '
+                   f'{number}}}}}}}}}')
+            answer = server.request("tools/call", {}, raw=raw)
+            assert answer["id"] == 8
+            assert answer["error"]["code"] == -32700
+            assert "beyond a 64-bit float's range (read as infinity)" in \
+                answer["error"]["message"]
+        raw = ('{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": '
+               '"search", "arguments": {"query": "tea", "min_score": 1e999}}}')
+        answer = server.request("tools/call", {}, raw=raw)
+        assert answer["id"] == 9
+        assert "the number 1e999, beyond a 64-bit float's range" in answer["error"]["message"]
+        assert server.request("ping", {})["result"] == {}
+    finally:
+        log = server.close()
+    assert "Traceback" not in log
+    with ReflectiveMemory.open(str(db)) as mem:
+        assert mem.memories(user_id="u") == []
+
+
 def test_a_deeply_nested_message_over_stdio_is_a_parse_error_and_the_server_goes_on(
         tmp_path):
     """The attack: 100,000 nested `[` in a request's arguments; the SDK logged an internal
@@ -259,13 +289,17 @@ def test_a_deeply_nested_http_body_is_400_not_a_500_with_a_traceback(http_server
     assert "Traceback" not in http_server.stderr()
 
 
-def test_infinity_over_http_is_400(http_server):
-    """Infinity over HTTP: refused before the SDK would read it as null."""
+@pytest.mark.parametrize(("number", "reason"), [
+    ("Infinity", "Infinity is not a JSON number"),
+    ("1e999", "the number 1e999, beyond a 64-bit float's range")])
+def test_infinity_over_http_is_400(http_server, number, reason):
+    """Infinity over HTTP, however spelt: refused before the SDK would read it as null."""
     body = (b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "add", '
-            b'"arguments": {"content": "x", "metadata": {"k": Infinity}}}}')
+            b'"arguments": {"content": "x", "metadata": {"k": ' + number.encode() + b'}}}}')
     status, answer = post(http_server, body)
     assert status == 400
-    assert "Infinity is not a JSON number" in answer["error"]["message"]
+    assert answer["id"] == 4
+    assert reason in answer["error"]["message"]
 
 
 def test_server_info_names_this_packages_version(tmp_path):
