@@ -79,14 +79,19 @@ class Access:
         return users
 
     def users_of(self, token: str | None) -> frozenset[str] | None:
-        """The users `token` is bound to, None for an unknown token (compared in constant
-        time: a wrong guess takes as long whatever its prefix)."""
+        """The users `token` is bound to, None for an unknown token."""
+        number = self.token_number(token)
+        return None if number is None else list(self.tokens.values())[number]
+
+    def token_number(self, token: str | None) -> int | None:
+        """Which of the tokens `token` is (from 0, in the order given), None for an unknown
+        one; compared in constant time: a wrong guess takes as long whatever its prefix."""
         if token is None:
             return None
         found = None
-        for known, users in self.tokens.items():
+        for number, known in enumerate(self.tokens):
             if hmac.compare_digest(known.encode(), token.encode()):
-                found = users
+                found = number
         return found
 
 

@@ -22,7 +22,9 @@ INSTRUCTIONS = (
 
 
 class TokenVerifier:
-    """The SDK's `TokenVerifier`: a token is valid when `Access` binds it to users."""
+    """The SDK's `TokenVerifier`: a token is valid when `Access` binds it to users, and each
+    token is a principal of its own, so that an HTTP session serves only the token that
+    opened it."""
 
     def __init__(self, access: Access) -> None:
         self.access = access
@@ -30,10 +32,15 @@ class TokenVerifier:
     async def verify_token(self, token: str) -> Any:
         from mcp.server.auth.provider import AccessToken
 
-        users = self.access.users_of(token)
-        if users is None:
+        number = self.access.token_number(token)
+        if number is None:
             return None
-        return AccessToken(token=token, client_id="rmm", scopes=[])
+        # The SDK (mcp >= 1.27.2; earlier ones bind no session at all) serves a session only
+        # to the principal that opened it: this AccessToken's client_id, issuer and subject,
+        # not the token itself. With the same client_id and no subject for every token, any
+        # valid token could use or end (DELETE) another's session; the token's number (not
+        # its text) as subject keeps each session to its token.
+        return AccessToken(token=token, client_id="rmm", scopes=[], subject=f"token-{number}")
 
 
 def check_bind(access: Access, *, http: bool, host: str) -> None:

@@ -46,6 +46,16 @@ def test_a_token_acts_only_for_its_users():
             access.user_for("alice", token)
 
 
+def test_each_token_is_known_by_its_own_number():
+    """The HTTP layer names each token's principal by its number (an HTTP session serves
+    only the token that opened it), never by its text."""
+    access = Access(tokens=TOKENS)
+    numbers = [access.token_number(token) for token in TOKENS]
+    assert numbers == list(range(len(TOKENS)))
+    for token in (None, "tok", "tok-a ", "TOK-A"):
+        assert access.token_number(token) is None
+
+
 def test_a_fixed_user_narrows_every_token():
     access = Access(fixed_user="bob", tokens=TOKENS)
     assert access.user_for(None, "tok-ab") == "bob"

@@ -210,14 +210,16 @@ async def test_a_killed_http_server_loses_no_acknowledged_add(tmp_path):
         assert mem.search("where is the boat", user_id="alice")[0].memory.id == m["id"]
 
 
-def rpc(url: str, token: str, body: dict, session: str | None = None) -> tuple[int, dict, str]:
-    """One JSON-RPC message over plain HTTP: (status, headers, body)."""
+def rpc(url: str, token: str, body: dict | None, session: str | None = None,
+        method: str = "POST") -> tuple[int, dict, str]:
+    """One JSON-RPC message over plain HTTP (or a DELETE, with no body): (status, headers,
+    body)."""
     headers = {"Content-Type": "application/json",
                "Accept": "application/json, text/event-stream",
                "Authorization": f"Bearer {token}",
                **({"Mcp-Session-Id": session} if session else {})}
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers,
-                                     method="POST")
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, dict(response.headers), response.read().decode()
@@ -225,24 +227,48 @@ def rpc(url: str, token: str, body: dict, session: str | None = None) -> tuple[i
         return exc.code, dict(exc.headers), exc.read().decode()
 
 
-async def test_another_tokens_session_id_gives_no_access_to_its_users(server):
-    async with http_session(server.url, ALICE) as a:
-        await call(a, "add", content="Alice's locker combination is 3-1-4.")
-    status, headers, _ = rpc(server.url, ALICE, {
+def open_session(url: str, token: str) -> str:
+    """A session opened over plain HTTP with `token`: its `mcp-session-id`."""
+    status, headers, _ = rpc(url, token, {
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "probe", "version": "1"}}})
-    session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
     assert status == 200
-    rpc(server.url, ALICE, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
-    search = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "search", "arguments": {"query": "locker combination", "user_id": "alice"}}}
-    status, _, body = rpc(server.url, BOB, search, session)  # bob's token, alice's session
+    session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+    rpc(url, token, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    return session
+
+
+SEARCH = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+    "name": "search", "arguments": {"query": "locker combination", "user_id": "alice"}}}
+
+
+async def test_another_tokens_session_id_gives_no_access_to_its_users(server):
+    async with http_session(server.url, ALICE) as a:
+        await call(a, "add", content="Alice's locker combination is 3-1-4.")
+    session = open_session(server.url, ALICE)
+    status, _, body = rpc(server.url, BOB, SEARCH, session)  # bob's token, alice's session
     assert "3-1-4" not in body
-    assert status != 200 or "AccessDenied" in body, (status, body[:300])
-    status, _, body = rpc(server.url, ALICE, search, session)
+    assert status == 404, (status, body[:300])
+    status, _, body = rpc(server.url, ALICE, SEARCH, session)
     assert status == 200
     assert "3-1-4" in body
+
+
+@pytest.mark.parametrize("other", [BOB, BOTH])
+def test_a_session_is_ended_only_by_the_token_that_opened_it(server, other):
+    """The attack: `DELETE /mcp` with a session's `mcp-session-id` ended it for any valid
+    token, one bound to other users or to the same ones alike. The SDK serves a session only
+    to the principal that opened it, and each token is now a principal of its own: another
+    token gets 404, as for an unknown session, and the session goes on."""
+    session = open_session(server.url, ALICE)
+    status, _, body = rpc(server.url, other, None, session, method="DELETE")
+    assert status == 404, (status, body[:300])
+    assert rpc(server.url, other, SEARCH, session)[0] == 404
+    status, _, body = rpc(server.url, ALICE, SEARCH, session)
+    assert status == 200, body[:300]
+    assert rpc(server.url, ALICE, None, session, method="DELETE")[0] == 200
+    assert rpc(server.url, ALICE, SEARCH, session)[0] == 404  # ended by its own token
 
 
 def test_the_loop_is_uvloop_when_installed_and_asyncio_without(monkeypatch):
