@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
 from typing import Any
 
@@ -43,6 +44,19 @@ class TokenVerifier:
         return AccessToken(token=token, client_id="rmm", scopes=[], subject=f"token-{number}")
 
 
+class EndedSessionNoise(logging.Filter):
+    """Drops the error mcp 1 logs, with a traceback, each time a client ends its HTTP session
+    (DELETE): its standalone SSE writer reads the stream the session's end just closed.
+    Nothing is lost; mcp 2 catches that error itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import anyio
+
+        error = record.exc_info[1] if record.exc_info else None
+        return not (record.getMessage() == "Error in standalone SSE writer"
+                    and isinstance(error, anyio.ClosedResourceError))
+
+
 def check_bind(access: Access, *, http: bool, host: str) -> None:
     """Refuse to serve HTTP without a bearer token (`InvalidInputError`), on a non-loopback
     address above all: anyone who can reach it could read every user's memory."""
@@ -71,6 +85,9 @@ def build(memory: ReflectiveMemory, access: Access, *, http: bool = False,
         options["token_verifier"] = TokenVerifier(access)
         if sdk.major == 1:  # mcp 2 takes these when it starts serving
             options.update(host=host, port=port, json_response=True)
+            noise = logging.getLogger("mcp.server.streamable_http")
+            if not any(isinstance(f, EndedSessionNoise) for f in noise.filters):
+                noise.addFilter(EndedSessionNoise())
     server = sdk.server("reflective-memory", **options)
     set_version(server)
     register(server, sdk, memory, access, allow_forget=allow_forget, max_chars=max_chars)
