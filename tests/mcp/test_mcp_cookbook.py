@@ -17,7 +17,7 @@ from mcp_helpers import ENV  # noqa: E402
 SCRIPT = Path(__file__).resolve().parents[2] / "cookbook" / "mcp_client.py"
 
 
-def test_the_cookbook_client_over_http(tmp_path):
+def test_mcp_client_over_http(tmp_path):
     """It starts `rmm mcp --http` with a token bound to maya, adds a fact and a conversation,
     finds each with the next search (best first), is refused another user, and stops the
     server; neither side logs an error (mcp 1 logged each ended session as one)."""
