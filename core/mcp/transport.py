@@ -1,6 +1,7 @@
 """What reaches the SDK: each JSON-RPC message parsed strictly first (`ops.strict_json`: no
-NaN or Infinity, which the SDK would turn into null, and no nesting deep enough to overflow
-its parser), over stdio and HTTP alike; a refused message gets a JSON-RPC parse error."""
+NaN or Infinity however spelt, which the SDK would turn into null, and no nesting deep enough
+to overflow its parser), over stdio and HTTP alike; a refused message gets a JSON-RPC parse
+error."""
 
 from __future__ import annotations
 
