@@ -28,7 +28,8 @@ EN = {"en"}  # the packaged MiniLM reads English meaning
 ])
 def test_a_later_mention_of_the_value_is_no_change(old, new, question):
     found = evidence(old, new, question=question, meaning=EN)
-    assert found.kind == "mention" and not found.sure
+    assert found.kind == "mention"
+    assert not found.sure
 
 
 @pytest.mark.parametrize("old, new, question", [
@@ -41,14 +42,16 @@ def test_a_later_mention_of_the_value_is_no_change(old, new, question):
 ])
 def test_a_value_said_to_have_ended_is_a_sure_change(old, new, question):
     found = evidence(old, new, question=question, meaning=EN)
-    assert found.kind == "ends" and found.sure
+    assert found.kind == "ends"
+    assert found.sure
 
 
 def test_a_value_replaced_now_is_a_sure_change():
     found = evidence("I wear a Fitbit Charge 5 every day", "the Fitbit strap snapped so now "
                      "I wear an Apple Watch", question="what fitness tracker do I use",
                      meaning=EN)
-    assert found.kind == "replaces" and found.sure
+    assert found.kind == "replaces"
+    assert found.sure
 
 
 def test_a_change_in_other_words_is_sure_where_the_embedder_reads_the_language():
@@ -75,13 +78,15 @@ def test_a_change_in_other_words_is_sure_where_the_embedder_reads_the_language()
 def test_plans_offers_one_offs_stays_others_news_and_questions_state_no_change(new):
     found = evidence("I work as a pharmacist at Boots in Leith, piano on wednesdays", new,
                      question="", meaning=EN)
-    assert not found.stated and found.confidence == 0.0
+    assert not found.stated
+    assert found.confidence == 0.0
 
 
 def test_a_statement_about_another_attribute_is_no_version_of_the_asked_one():
     found = evidence("I live in Lisbon.", "I work as a nurse at the city hospital.",
                      question="Where do I live?", meaning=EN)
-    assert not found.tied and not found.sure
+    assert not found.tied
+    assert not found.sure
 
 
 @pytest.mark.parametrize("old, new", [
@@ -91,7 +96,8 @@ def test_a_statement_about_another_attribute_is_no_version_of_the_asked_one():
 ])
 def test_in_a_language_the_rules_do_not_read_nothing_is_asserted(old, new):
     found = evidence(old, new, question="", meaning=None)
-    assert not found.read and not found.sure
+    assert not found.read
+    assert not found.sure
 
 
 def test_the_confidence_reads_as_a_threshold():

@@ -137,7 +137,8 @@ def test_a_later_mention_of_the_car_leaves_it_current(open_memory, judged):
             "dealership, the seats are SO much nicer lol", user_id="ana", occurred_at="2024-06-15")
     hits = list(mem.search("What car do I drive?", user_id="ana", k=2))
     corolla = next(h for h in hits if h.memory.text.startswith("I drive"))
-    assert corolla.current is not False and corolla.memory.current
+    assert corolla.current is not False
+    assert corolla.memory.current
     assert hits[0] is corolla
 
 
