@@ -65,11 +65,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--through-search", action="store_true",
                         help="measure through add_session and search on three-session cases "
                         "(default set: updates_dev.jsonl) instead of the rules on pairs")
+    parser.add_argument("--mentions", action="store_true",
+                        help="the base rate: stable facts after 1, 5 and 20 everyday mentions "
+                        "that change nothing, beside real changes (default set: "
+                        "mentions.jsonl), through add_session and search")
     parser.add_argument("--data", default=None,
                         help="a JSON Lines set of labelled pairs, or of cases with "
                         "--through-search (default: the packaged set)")
     parser.add_argument("--cases", default=None, metavar="IDS",
-                        help="with --through-search: only these case ids (comma-separated)")
+                        help="with --through-search or --mentions: only these case ids "
+                        "(comma-separated)")
     parser.add_argument("--sample", type=int, default=None, metavar="N",
                         help="with --through-search: about N of the cases, evenly spread and "
                         "stratified (changes and non-changes, English and not, in "
@@ -89,6 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.mentions:
+        return run_mentions(args)
     if args.through_search:
         return run_through_search(args)
     if args.llm_url or args.langchain or args.local_llm:
@@ -137,6 +144,22 @@ def run_through_search(args: argparse.Namespace) -> int:
         command = "rmm bench supersede " + " ".join(sys.argv[sys.argv.index("supersede") + 1:]
                                                     if "supersede" in sys.argv else [])
         write_markdown(args.markdown, "supersede-search", markdown(figures, command.strip()))
+    return 0
+
+
+def run_mentions(args: argparse.Namespace) -> int:
+    """Run the base-rate facts (`mentions`), print (and write) the figures."""
+    from .mentions import evaluate as evaluate_facts
+    from .mentions import load_facts
+    from .mentions import report as report_facts
+    facts = load_facts(args.data)
+    if args.cases:
+        wanted = set(args.cases.split(","))
+        facts = [f for f in facts if f.id in wanted]
+    figures = evaluate_facts(facts, default_embedder(args.embedding_model))
+    print(report_facts(figures))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(figures, indent=2, ensure_ascii=False))
     return 0
 
 
