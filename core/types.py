@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -267,6 +267,12 @@ class Memory:
     def current(self) -> bool:
         """True until a later memory supersedes it."""
         return self.valid_to is None
+
+    def people(self, others: Collection[str] = ("assistant",)) -> set[str]:
+        """Its speakers but `others` (the assistant): in talk between people, whose fact "I"
+        or "my sister" states changes from line to line."""
+        skip = {s.casefold() for s in others}
+        return {s for s in self.speakers if s.casefold() not in skip}
 
     def held_at(self, moment: datetime | None) -> bool:
         """Whether no later memory had superseded it by `moment` (None: now, as recorded)."""

@@ -127,7 +127,7 @@ def answers_first(hits: Sequence[MemoryHit], query: str, close: Mapping[str, flo
 
     def off_answer(i: int) -> bool:
         named = read[i].opens_on  # "Marta finally quits, she ..." beside "I teach maths"
-        return len(_people(hits[i].memory, others)) == 1 and (
+        return len(hits[i].memory.people(others)) == 1 and (
             now and not read[i].present or read[i].disowns or
             (not read[i].parties & asked if asked else not read[i].any_own or
              named is not None and all(named not in read[j].capitals
@@ -178,7 +178,7 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
     version replaces an older one when said as the present and not saying the older one's
     state goes on (`_goes_on_about`)."""
     asked = parties(query)
-    places = [i for i in reach if _one_person(hits[i].memory, others) and
+    places = [i for i in reach if len(hits[i].memory.people(others)) <= 1 and
               _about(stance(hits[i].memory.text, others=others), asked)]
     if len(places) < 2:
         return {}
@@ -225,18 +225,6 @@ def _closeness(vectors: Sequence[np.ndarray]) -> np.ndarray:
     # cost more than the product itself (a 40-row gram: 10 ms by matmul, 0.6 ms by einsum)
     gram = np.einsum("ij,kj->ik", stacked, stacked)
     return np.maximum.reduceat(np.maximum.reduceat(gram, starts, axis=0), starts, axis=1)
-
-
-def _one_person(memory: Memory, others: Collection[str]) -> bool:
-    """Whether one person (and the assistant) said the memory: in talk between people, whose
-    fact "I" or "my sister" states changes from line to line, and is not read here."""
-    return len(_people(memory, others)) <= 1
-
-
-def _people(memory: Memory, others: Collection[str]) -> set[str]:
-    """The memory's speakers other than `others` (the assistant)."""
-    skip = {s.casefold() for s in others}
-    return {s for s in memory.speakers if s.casefold() not in skip}
 
 
 def _shared(old: Memory, new: Memory) -> bool:

@@ -3,6 +3,8 @@
 Similarity alone cannot tell an update from a restatement (both are close), so the rules
 read claims (`claims.py`) and ask four questions of a new claim against an earlier one:
 - **subject**: is it the same person's fact (same speaker, or the same relation of theirs)?
+  Talk between people is left alone, as at read time: whose fact "I" states changes from
+  line to line, and a two-person memory made of dozens of claims ended twenty others.
   Someone else's news changes nothing of the speaker's, as at read time
   (`language.stance.theirs`): a memory that opens on a name ("Mike quit pickleball for
   padel ... he wants me to come") unless the older one names them, that the speaker
@@ -86,9 +88,12 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
     out: list[FactChange] = []
     ordered = sorted(new, key=_moment)
     for i, memory in enumerate(ordered):
+        if "subject" in checks and len(memory.people(assistants)) > 1:
+            continue  # talk between people: whose fact "I" states changes line by line
         read = stance(memory.text, others=assistants)
         before = [m for m in [*earlier, *ordered[:i]]
                   if m.id != memory.id and m.id not in taken and _moment(m) <= _moment(memory)
+                  and ("subject" not in checks or len(m.people(assistants)) <= 1)
                   and (changes[memory.id] or denies[m.id] or off) and
                   _whose(read, stance(m.text, others=assistants), checks)]
         ends: list[FactChange] = []
