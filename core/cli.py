@@ -27,6 +27,8 @@ BENCHES = {
     "links": ("rmm_core.bench.links", "A-MEM link following on LoCoMo multi-hop questions"),
     "supersede": ("rmm_core.bench.supersede", "supersession rules on a labelled set of memory "
                   "pairs, against embedding similarity"),
+    "endings": ("rmm_core.bench.endings", "every change recorded on write in real "
+                "conversations, listed to be read"),
     "excerpts": ("rmm_core.bench.excerpts", "answer words search's excerpts keep, against cuts"),
     "paired": ("rmm_core.bench.paired", "ingest and search time of a setting against the "
                "defaults, in turn in one process"),
