@@ -36,8 +36,9 @@ class EmbeddingConfig(_Group):
         None, description="'minilm-int8' (default when None: the packaged MiniLM on OpenVINO "
                           "if the `openvino` extra is installed, else on onnxruntime), "
                           "'minilm-int8-onnx' or 'minilm-int8-openvino' (one runtime), 'minilm' "
-                          "(the float model, `torch` extra), or a local sentence-transformers "
-                          "path.")
+                          "(the float model, `torch` extra), 'multilingual' "
+                          "(multilingual-e5-small in 4 bits, `multilingual` extra), or a local "
+                          "sentence-transformers path.")
     turn_vectors: bool = Field(True, description="Index every turn's vector, not only the key's.")
     memory_vector: Literal["text", "turns_mean"] = Field(
         "turns_mean", description="A raw-turn memory's own vector: its text encoded, or the "

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from ..memory import ReflectiveMemory
-from ..models.embed import Embedder
+from ..models.embed import Embedder, query_vectors
 from ..read.ranked import CONTEXT_WORDS
 from ..text import count_tokens
 from .baselines import FixedUnits, build_units
@@ -81,7 +81,7 @@ class PassagesContext:
 
     def build(self, conv: Conversation, question: str) -> Context:
         units = self._units[conv.sample_id]
-        order = units.rank("fused", question, self.embedder.embed([question])[0])
+        order = units.rank("fused", question, query_vectors(self.embedder, [question])[0])
         ranked = [(units.texts[i], units.refs[i]) for i in order]
         taken, _ = fitting(ranked, self.max_words)
         return numbered([text for text, _ in ranked[:taken]])

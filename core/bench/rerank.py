@@ -35,7 +35,7 @@ from ..config import MemoryConfig, SearchConfig
 from ..errors import InvalidInputError
 from ..learn.rerank_features import save_weights
 from ..memory import ReflectiveMemory
-from ..models.embed import default_embedder
+from ..models.embed import default_embedder, query_vectors
 from ..ops.commands import BAD_DATA
 from ..types import MemoryHit
 from .datasets import LOADERS, load
@@ -103,10 +103,18 @@ class CachedEmbedder:
         self.base, self.dim, self._memo = base, base.dim, memo if memo is not None else {}
 
     def embed(self, texts):
-        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        return self._cached(texts, self.base.embed, "")
+
+    def embed_queries(self, texts):
+        return self._cached(texts, lambda t: query_vectors(self.base, t), "query: ")
+
+    def _cached(self, texts, encode, side):
+        """Each text's vector from the memo, keyed by its side (a query's vector differs
+        from the same text stored, for a model with a query prefix)."""
+        missing = [t for t in dict.fromkeys(texts) if side + t not in self._memo]
         if missing:
-            self._memo.update(zip(missing, self.base.embed(missing)))
-        return np.stack([self._memo[t] for t in texts]) if texts else self.base.embed([])
+            self._memo.update(zip([side + t for t in missing], encode(missing)))
+        return np.stack([self._memo[side + t] for t in texts]) if texts else self.base.embed([])
 
 
 def _pairs(specs: Iterable[str], what: str) -> dict[str, str]:

@@ -20,7 +20,7 @@ from ..config import MemoryConfig, dotted_name
 from ..config import unit_words as unit_budget
 from ..language.units import passages
 from ..memory import ReflectiveMemory
-from ..models.embed import Embedder, default_embedder
+from ..models.embed import Embedder, default_embedder, query_vectors
 from ..ops.commands import BAD_DATA
 from ..ops.progress import progress
 from .baselines import RETRIEVERS, UNITS, FixedUnits, build_units
@@ -243,7 +243,7 @@ def rank_units(units: FixedUnits, conv: Conversation, embedder: Embedder,
                depth: int | None = None) -> dict[str, list[list[RankedUnit]]]:
     """Each retriever's ranking of `units` (all of them by default) for every question of
     `conv`, in order."""
-    query_vecs = embedder.embed([q.question for q in conv.questions])
+    query_vecs = query_vectors(embedder, [q.question for q in conv.questions])
     return {retriever: [[(units.texts[i], units.refs[i])
                          for i in units.rank(retriever, q.question, qv, depth)]
                         for q, qv in zip(conv.questions, query_vecs)]

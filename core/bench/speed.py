@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..memory import ReflectiveMemory
-from ..models.embed import default_embedder
+from ..models.embed import default_embedder, query_vectors
 from ..read.ann import BLOCK, evenly, ivf_index, nlist_for
 from ..read.index import EXACT_LIMIT
 from ..types import Turn
@@ -101,12 +101,12 @@ def run_bank(mem: ReflectiveMemory, vocab: Vocabulary, args: argparse.Namespace)
     build_s = time.perf_counter() - t0
     index = mem._search.indexes.get(user)
     rss, peak = rss_mb()
-    query_vecs = embedder.embed(queries)
+    query_vecs = query_vectors(embedder, queries)
     top = mem.config.search.candidates
     raw, raw_name = _raw_faiss(index._units_at, len(index), len(index) > EXACT_LIMIT)
     search_ms, embed_ms, faiss_ms = interleaved([
         lambda i: mem.search(queries[i], user_id=user, k=args.k),
-        lambda i: embedder.embed([queries[i]]),
+        lambda i: query_vectors(embedder, [queries[i]]),
         lambda i: raw.search(query_vecs[i][None, :], top)], range(len(queries)))
     agreement = exact_agreement(mem, user, queries[:100], top)
     first_ms, cached_ms, reflect_ms = _after_sessions(mem, vocab, user, queries, args)
@@ -240,7 +240,7 @@ def exact_agreement(mem: ReflectiveMemory, user_id: str, queries: list[str], top
     index = mem._search.indexes.get(user_id)
     shares = []
     for q in queries:
-        qv = mem.embedder.embed([q])[0]
+        qv = query_vectors(mem.embedder, [q])[0]
         fast = index.search(q, qv, top=top, weights=mem._search.weights).positions
         exact = index.search(q, qv, top=top, weights=mem._search.weights, exact=True).positions
         shares.append(len(set(fast) & set(exact)) / max(len(exact), 1))

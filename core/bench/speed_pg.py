@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..memory import ReflectiveMemory
-from ..models.embed import default_embedder
+from ..models.embed import default_embedder, query_vectors
 from .bank import VOCABULARIES, bank_chunks, fill, fill_chunks, synthetic_bank, timed
 
 _FRESH = """
@@ -135,8 +135,8 @@ def run_speed_postgres(*, postgres_url: str | None = None, memories: int = 100_0
         # one loop per backend: interleaved, idle library threads would slow the other
         out["process_ms"] = timed(lambda q: process.search(q, user_id=user, k=k), qs)
         out["database_ms"] = timed(lambda q: database.search(q, user_id=user, k=k), qs)
-        out["embed_ms"] = timed(lambda q: embedder.embed([q]), qs)
-        qvecs = embedder.embed(qs[:db_queries])
+        out["embed_ms"] = timed(lambda q: query_vectors(embedder, [q]), qs)
+        qvecs = query_vectors(embedder, qs[:db_queries])
         out["exact_scan_ms"] = timed(
             lambda v: database.store.vector_search(user, v,
                                                    database.config.search.candidates), qvecs)

