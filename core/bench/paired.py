@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import MemoryConfig
 from ..memory import ReflectiveMemory
 from ..models.embed import default_embedder
 from ..ops.commands import BAD_DATA
@@ -33,13 +34,15 @@ def run(args: argparse.Namespace) -> int:
     convs = load_args(args.dataset, args.data, parse_range(args.convs) if args.convs else None)
     if convs is None:
         return BAD_DATA
-    embedder = default_embedder()
     sides = {"A": {}, "B": dict(parse_setting(s) for s in args.set)}
     ingest = {side: 0.0 for side in sides}
     search: dict[str, list[float]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory() as tmp:
-        mems = {side: ReflectiveMemory.open(str(Path(tmp) / f"{side}.sqlite"), embedder=embedder,
-                                            progress=False, **settings)
+        # each side's own embedder (`embedding.model` may be the setting compared), shared
+        # with the other side when it is the same model
+        mems = {side: ReflectiveMemory.open(
+                    str(Path(tmp) / f"{side}.sqlite"), progress=False, **settings,
+                    embedder=default_embedder(MemoryConfig(**settings).embedding.model))
                 for side, settings in sides.items()}
         for conv in convs:
             for i, session in enumerate(progress(conv.sessions, unit="session",
