@@ -2,8 +2,9 @@
 "yesterday (7 May 2023)" in the memory, so a question about the date finds it written.
 
 A closed set of expressions in English, German, French, Spanish, Italian and Portuguese
-(`timewords`), found by two patterns (English; the others) and resolved against the moment
-the words were said: days (yesterday, tomorrow, N days ago, in N days, last/next/this
+(`timewords`), found by two patterns (English; the others), then those of the other
+languages dateparser reads (`timephrases`: "вчера", "昨天", "geçen ay"), resolved against
+the moment the words were said: days (yesterday, tomorrow, N days ago, in N days, last/next/this
 Friday) to a date; weeks and weekends to "the week of" a date; months, seasons and years to
 their name, always written in English. Calendar arithmetic resolves all but the other
 languages' counts ("vor drei Tagen"), which dateparser reads. Words already followed by a
@@ -18,6 +19,7 @@ from datetime import date, datetime, time, timedelta
 
 import regex
 
+from . import timephrases
 from .dates import format_date
 from .timewords import DIGITS, FRENCH, GERMAN, LANGUAGES, Words
 
@@ -139,9 +141,14 @@ def ground(text: str, when: datetime | date | None) -> str:
         return text
     day = when.date() if isinstance(when, datetime) else when
     text = _PATTERN.sub(lambda found: _with_date(found, day), text)
-    if not _may_say_other(text):
-        return text
-    return _OTHER.sub(lambda found: _with_date(found, day), text)
+    if _may_say_other(text):
+        text = _OTHER.sub(lambda found: _with_date(found, day), text)
+    said = []
+    for found, phrases in reversed(timephrases.find(text)):
+        meant = _phrase_date(phrases.meaning(found), day)
+        said.append(f" ({meant})")
+        text = text[:found.end()] + said[-1] + text[found.end():]
+    return text
 
 
 def find_relative(text: str) -> regex.Match | None:
@@ -150,12 +157,16 @@ def find_relative(text: str) -> regex.Match | None:
     found = _PATTERN.search(text)
     if found is None and _may_say_other(text):
         found = next((m for m in _OTHER.finditer(text) if not _here(m)), None)
+    if found is None:
+        found = next((m for m, _ in timephrases.find(text)), None)
     return found
 
 
 def ahead(found: regex.Match) -> bool:
     """Whether a relative time `find_relative` found lies ahead of when it was said ("next
     week", "tomorrow", "in three days", "l'année prochaine", "nächste Woche")."""
+    if found.re not in (_PATTERN, _OTHER):
+        return _told(found)[0].step > 0
     if found.re is _OTHER:
         meanings = _MEANINGS[next(code for code in LANGUAGES if found[code])]
         if found["day"]:
@@ -184,6 +195,8 @@ def _with_date(found: regex.Match, day: date) -> str:
 def resolve(found: regex.Match, day: date) -> str | None:
     """What one matched expression meant on `day`, as words ("7 May 2023", "the week of
     1 May 2023", "April 2023", "summer 2022", "2022"); None for "today" and the like."""
+    if found.re not in (_PATTERN, _OTHER):
+        return _phrase_date(_told(found), day)
     if found.re is _OTHER:
         return _resolve_other(found, day)
     if found["day"]:
@@ -285,3 +298,22 @@ def _dateparsed(phrase: str, language: str, day: date) -> date | None:
     settings = {"RELATIVE_BASE": datetime.combine(day, time()), "PARSERS": ["relative-time"]}
     read = DateDataParser(languages=[language], settings=settings).get_date_data(phrase)
     return read.date_obj.date() if read.date_obj else None
+
+
+def _told(found: regex.Match) -> tuple[timephrases.Meaning, int]:
+    """What a phrase of `timephrases` says, and its count."""
+    phrases = next(p for m, p in timephrases.find(found.string) if m.span() == found.span())
+    return phrases.meaning(found)
+
+
+def _phrase_date(told: tuple[timephrases.Meaning, int], day: date) -> str:
+    """What a phrase of `timephrases` meant on `day`: "last week" the week before this one,
+    "three weeks ago" 21 days before, written as `resolve` writes English ones."""
+    meaning, count = told
+    step = meaning.step * count
+    if meaning.unit == "day":
+        return format_date(day + timedelta(days=step))
+    if meaning.unit == "week" and meaning.period:
+        monday = day - timedelta(days=day.weekday()) + timedelta(weeks=step)
+        return f"the week of {format_date(monday)}"
+    return _shifted(day, step, meaning.unit)
