@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import MissingDependencyError
 from ..models import prompts
-from ..models.embed import Embedder
+from ..models.embed import Embedder, cosine_scale
 from ..models.llm import metered
 from ..models.parse import ParseError, as_index, ask, load_json, with_fallback
 from ..storage.base import AttrsUpdate
@@ -302,11 +302,13 @@ class NoteKeeper:
         keys = np.vstack([stored[i][0] if i in stored else np.zeros(self.embedder.dim)
                           for i in ids]).astype(np.float32)
         row = {mid: r for r, mid in enumerate(ids)}
+        scale = cosine_scale(self.embedder)  # link_threshold is on the MiniLM's scale
         for mid in new_ids:
             sims = keys @ keys[row[mid]]
             sims[row[mid]] = -np.inf
             top = [int(r) for r in np.argsort(-sims)[: self.neighbours] if np.isfinite(sims[r])]
-            decision = self.linker.link(bank[mid], [(bank[ids[r]], float(sims[r])) for r in top])
+            decision = self.linker.link(bank[mid], [(bank[ids[r]], float(scale.of_texts(sims[r])))
+                                                    for r in top])
             for other in decision.links:
                 if other == mid or other not in bank:
                     continue

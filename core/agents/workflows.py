@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import InvalidInputError, StorageError
-from ..models.embed import Embedder, query_vectors
+from ..models.embed import Embedder, cosine_scale, query_vectors
 from ..models.llm import metered, usage_scope
 from ..storage.base import user_state_name
 from ..storage.compare_and_set import compare_and_set
@@ -112,7 +112,8 @@ class WorkflowMemory:
         stored = self._load(owner_key(user_id, agent_id))[1]
         if not stored or not task.strip():
             return []
-        scores = np.vstack([v[-1] for _, v in stored]) @ query_vectors(self.embedder, [task])[0]
+        scores = cosine_scale(self.embedder).of_query(  # min_score is on the MiniLM's scale
+            np.vstack([v[-1] for _, v in stored]) @ query_vectors(self.embedder, [task])[0])
         order = np.argsort(-scores, kind="stable")[:k]
         return [WorkflowHit(stored[i][0], float(scores[i])) for i in order
                 if scores[i] >= min_score]

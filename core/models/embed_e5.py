@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MissingDependencyError
+from .embed import CosineScale
 
 NAME = "multilingual-e5-small-q4"
 DIM = 384
@@ -78,6 +79,11 @@ class MultilingualE5Embedder:
 
     name = NAME
     dim = DIM
+    cosine_scale = CosineScale(query=(4.48, -3.22), text=(3.77, -2.84))
+    """E5's cosines sit in a narrow band (a question to an unrelated turn 0.73-0.81, to its
+    answer 0.76-0.88; two turns 0.77-0.88), the MiniLM's spread over 0.02-0.61: mapped by
+    matching the two models' 10th and 90th percentiles over the same pairs (150 turns and
+    60 questions of LoCoMo conversation 1 and of excerpts_langs.jsonl, docs/benchmarks.md)."""
 
     def __init__(self, *, batch_size: int = BATCH, threads: int | None = None) -> None:
         self.batch_size = batch_size

@@ -6,24 +6,28 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..models.embed import IDENTITY, CosineScale
 from ..storage.protocols import MemoryBank
 from ..types import Memory, MemoryHit
 
 
 def follow_links(store: MemoryBank, user_id: str, ranked: Sequence[MemoryHit],
                  query_vec: np.ndarray, *, k: int, per_hit: int,
-                 text_of: Callable[[Memory], str]) -> list[MemoryHit]:
+                 text_of: Callable[[Memory], str],
+                 scale: CosineScale = IDENTITY) -> list[MemoryHit]:
     """The top `k` of `ranked` with each hit followed by up to `per_hit` of its linked
     memories (those closest to the query first); links take the slots of lower hits.
 
-    A linked hit's score is its best cosine with the query.
+    A linked hit's score is its best cosine with the query (on the MiniLM's scale: `scale`,
+    the embedder's `cosine_scale`).
     """
     shown: set[str] = set()
     linked_ids = list(dict.fromkeys(
         i for h in ranked[:k] for i in h.memory.attrs.get("links", [])))
     fetched = {m.id: m for m in store.memories(user_id, linked_ids)} if linked_ids else {}
     vectors = store.memory_vectors(user_id, list(fetched))
-    cosine = {mid: float(np.max(v @ query_vec)) for mid, v in vectors.items()}
+    cosine = {mid: scale.of_query(float(np.max(v @ query_vec)))
+              for mid, v in vectors.items()}
     out: list[MemoryHit] = []
     for hit in ranked:
         if len(out) >= k:

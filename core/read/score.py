@@ -16,13 +16,16 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..models.embed import IDENTITY, CosineScale
 from ..types import MemoryHit
 from .ranked import capped
 
 
-def relevances(query_vec: np.ndarray, blocks: Sequence[np.ndarray]) -> np.ndarray:
+def relevances(query_vec: np.ndarray, blocks: Sequence[np.ndarray],
+               scale: CosineScale = IDENTITY) -> np.ndarray:
     """Each memory's best cosine between the (unit) query vector and its (unit) vector rows
-    (`blocks`), in [0, 1]; from one product."""
+    (`blocks`), on the MiniLM's scale (`scale`: the embedder's `cosine_scale`), in [0, 1];
+    from one product."""
     sizes = np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks))
     out = np.zeros(len(blocks), dtype=np.float64)
     if not sizes.sum():
@@ -32,7 +35,7 @@ def relevances(query_vec: np.ndarray, blocks: Sequence[np.ndarray]) -> np.ndarra
     # a score must not depend on how many candidates were drawn with it
     sims = np.einsum("ij,j->i", np.concatenate([b for b in blocks if len(b)]), query_vec)
     starts = np.cumsum(sizes[has]) - sizes[has]
-    out[has] = np.clip(np.maximum.reduceat(sims, starts), 0.0, 1.0)
+    out[has] = np.clip(scale.of_query(np.maximum.reduceat(sims, starts)), 0.0, 1.0)
     return out
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..config import MemoryConfig, unit_words
 from ..language.tokens import tokenize
 from ..metadata import matches
-from ..models.embed import Embedder, query_vectors
+from ..models.embed import Embedder, cosine_scale, query_vectors
 from ..storage.base import Store
 from ..types import Memory, MemoryHit, SearchResult
 from .cache import IndexCache
@@ -144,7 +144,8 @@ class Searcher:
             laps.lap("retrieval")
         candidates, rows, ranking = listed.candidates, listed.rows, listed.ranking
         close = dict(zip((c.memory.id for c in candidates), relevances(
-            query_vec, [rows[c.memory.id] for c in candidates]).tolist()))
+            query_vec, [rows[c.memory.id] for c in candidates],
+            cosine_scale(self.embedder)).tolist()))
         kept = scores(hits, self._relevance(hits, query, close), min_score)
         own = _Copies()
         result.hits = hits = [replace(h, memory=own(h.memory), rank=n, score=s,
@@ -252,7 +253,8 @@ class Searcher:
         from .links import follow_links as with_links
 
         linked = [h for h in with_links(self.store, user_id, head, query_vec, k=len(head),
-                                        per_hit=self.config.notes.follow, text_of=self._text)
+                                        per_hit=self.config.notes.follow, text_of=self._text,
+                                        scale=cosine_scale(self.embedder))
                   if matches(h.memory.metadata, wanted)]
         shown = {h.memory.id for h in linked}
         return [*linked, *(h for h in head if h.memory.id not in shown)]
@@ -438,7 +440,7 @@ class Searcher:
         if not len(index):
             return 0.0
         found = index.dense_scores(query_vectors(self.embedder, [query])[0], 1)
-        return max(found.values(), default=0.0)
+        return cosine_scale(self.embedder).of_query(max(found.values(), default=0.0))
 
     def learned_scores(self, query: str, texts: Sequence[str], ids: Sequence[str | None], *,
                        user_id: str) -> list[float]:

