@@ -33,8 +33,11 @@ class EmbeddingConfig(_Group):
     """The embedding model and which vectors each memory is indexed by."""
 
     model: str | None = Field(
-        None, description="'minilm-int8' (default when None: the packaged MiniLM on OpenVINO "
-                          "if the `openvino` extra is installed, else on onnxruntime), "
+        None, description="None: the model the store was built with; a new store takes "
+                          "'multilingual' when its first texts are not English and the "
+                          "`multilingual` extra is installed, else 'minilm-int8'. "
+                          "'minilm-int8': the packaged English MiniLM on OpenVINO if the "
+                          "`openvino` extra is installed, else on onnxruntime; "
                           "'minilm-int8-onnx' or 'minilm-int8-openvino' (one runtime), 'minilm' "
                           "(the float model, `torch` extra), 'multilingual' "
                           "(multilingual-e5-small in 4 bits, `multilingual` extra), or a local "

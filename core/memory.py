@@ -16,6 +16,7 @@ from .learn.rerank import LearnedReranker
 from .metadata import check_filters, check_metadata
 from .models.embed import Embedder, default_embedder
 from .models.embed_adapters import as_embedder
+from .models.embed_choice import ChosenEmbedder, chosen_for
 from .models.embed_identity import check_embedder
 from .models.llm import metered, usage_scope
 from .models.per_call import PerCallLLMs
@@ -68,14 +69,19 @@ class ReflectiveMemory:
             self.config = self.config.updated(stages={"judge_changes": self.llm is not None})
         """The user's LLM as every LLM caller uses it: counted, time-bounded, typed errors."""
         self._llms = PerCallLLMs(self.llm, self.config)
-        self.embedder = as_embedder(embedder) if embedder is not None else \
-            default_embedder(self.config.embedding.model)
+        if embedder is not None:
+            self.embedder = as_embedder(embedder)
+        elif self.config.embedding.model is None:  # the store's, or its first texts'
+            self.embedder = chosen_for(store)
+        else:
+            self.embedder = default_embedder(self.config.embedding.model)
         self.pipeline = pipeline or build_pipeline(self.config, self.llm)
         self._search = searcher_for(store, self.embedder, self.config)
         self._ingest = ingestor_for(store, self.config, self.embedder, self.pipeline, self.llm,
                                     index_for=self._search.indexes.get,
                                     similar=self._search.similar)
-        check_embedder(store, self.embedder)
+        if not isinstance(self.embedder, ChosenEmbedder):  # it checks what it chooses
+            check_embedder(store, self.embedder)
         if store.read_only:  # a read-only store is searched as it is
             return
         self._search.database.prepare(getattr(self.embedder, "dim", None))
@@ -144,9 +150,12 @@ class ReflectiveMemory:
         limit, idle sessions) never makes it fail: a failed one is recorded on its session
         and retried later.
         """
-        return self._ingest.append(turns, user_id=user_id, session_id=session_id,
-                                   started_at=started_at, metadata=metadata,
-                                   agent_id=agent_id, run_id=run_id)
+        logged = self._ingest.append(turns, user_id=user_id, session_id=session_id,
+                                     started_at=started_at, metadata=metadata,
+                                     agent_id=agent_id, run_id=run_id)
+        if isinstance(self.embedder, ChosenEmbedder):  # by the first turns that tell
+            self.embedder.choose([t.text for t in logged], wait=True)
+        return logged
 
     def end_session(self, *, user_id: str, session_id: str, wait: bool = True
                     ) -> list[Memory]:

@@ -317,12 +317,32 @@ def _stats(store: Store, args: argparse.Namespace, out: TextIO) -> int:
                "sessions_failed": backlog["failed"], "llm_calls": usage["calls"],
                "prompt_tokens": usage["prompt_tokens"],
                "completion_tokens": usage["completion_tokens"], "llm_failures": usage["failures"]}
+    recorded = store.embedder()
+    name = recorded.name if recorded is not None else None
+    advice = _embedder_hint(store, user, name)
     if args.json:
-        out.write(json.dumps(figures) + "\n")
+        out.write(json.dumps({**figures, "embedder": name, "embedder_hint": advice}) + "\n")
     else:
-        for name, value in figures.items():
-            out.write(f"{name:<18}{value:>12}\n")
+        for label, value in figures.items():
+            out.write(f"{label:<18}{value:>12}\n")
+        out.write(f"{'embedder':<18}{name or 'none yet':>12}\n")
+        if advice:
+            out.write(f"note: {advice}\n")
     return OK
+
+
+HINT_TEXTS = 50
+"""Memories of one user whose language `rmm stats` reads."""
+
+
+def _embedder_hint(store: Store, user: str | None, name: str | None) -> str | None:
+    """What to install when the store's texts are not English and the English model embeds
+    them (`embed_choice.hint`), read from the first memories of `user` (or the first user)."""
+    from ..models.embed_choice import hint
+
+    users = [user] if user else store.users()[:1]
+    texts = [m.text for u in users for m in store.memories(u)[:HINT_TEXTS]]
+    return hint(name, texts) if texts else None
 
 
 def _mcp(store: Store, args: argparse.Namespace, out: TextIO) -> int:
