@@ -19,7 +19,8 @@ import numpy as np
 
 from ..errors import MissingDependencyError
 from ..models import prompts
-from ..models.embed import Embedder, cosine_scale
+from ..models.cosines import cosine_scale
+from ..models.embed import Embedder
 from ..models.llm import metered
 from ..models.parse import ParseError, as_index, ask, load_json, with_fallback
 from ..storage.base import AttrsUpdate

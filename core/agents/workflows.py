@@ -22,7 +22,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import InvalidInputError, StorageError
-from ..models.embed import Embedder, cosine_scale, query_vectors
+from ..models.cosines import cosine_scale
+from ..models.embed import Embedder, query_vectors
 from ..models.llm import metered, usage_scope
 from ..storage.base import user_state_name
 from ..storage.compare_and_set import compare_and_set

@@ -21,7 +21,8 @@ from ..errors import MissingDependencyError
 from ..language.english import ENGLISH as IN_ENGLISH
 from ..language.english import language
 from ..storage.base import Store
-from .embed import CosineScale, Embedder, cosine_scale, default_embedder, query_vectors
+from .cosines import CosineScale, cosine_scale
+from .embed import Embedder, default_embedder, query_vectors
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MissingDependencyError
-from .embed import CosineScale
+from .cosines import CosineScale
 
 NAME = "multilingual-e5-small-q4"
 DIM = 384

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..models.embed import IDENTITY, CosineScale
+from ..models.cosines import IDENTITY, CosineScale
 from ..storage.protocols import MemoryBank
 from ..types import Memory, MemoryHit
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..models.embed import IDENTITY, CosineScale
+from ..models.cosines import IDENTITY, CosineScale
 from ..types import MemoryHit
 from .ranked import capped
 

@@ -15,7 +15,8 @@ import numpy as np
 from ..config import MemoryConfig, unit_words
 from ..language.tokens import tokenize
 from ..metadata import matches
-from ..models.embed import Embedder, cosine_scale, query_vectors
+from ..models.cosines import cosine_scale
+from ..models.embed import Embedder, query_vectors
 from ..storage.base import Store
 from ..types import Memory, MemoryHit, SearchResult
 from .cache import IndexCache

@@ -13,7 +13,8 @@ import numpy as np
 from ..errors import ReflectionError, RMMError
 from ..language.timeref import ground
 from ..language.units import fit_units, passages
-from ..models.embed import Embedder, cosine_scale
+from ..models.cosines import cosine_scale
+from ..models.embed import Embedder
 from ..models.llm import usage_scope
 from ..storage.base import MergeInto, NewMemory, SessionState, Store
 from ..types import FactChange, Memory, Turn, new_memory_id, utcnow
