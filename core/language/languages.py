@@ -28,10 +28,22 @@ Hungarian...): one is enough."""
 _NOT_LATIN = regex.compile(r"[\p{L}--\p{Script=Latin}]", regex.VERSION1)
 
 
-def language(text: str) -> str | None:
+MIN_WORDS = 8
+"""Fewest words of Latin-script text that tell its language for a choice that lasts (which
+model embeds a new store); the rules read one message at a time and take what it says."""
+MIN_LETTERS = 12
+"""Fewest letters that tell another script for such a choice."""
+
+
+def language(text: str, *, least: int = 0) -> str | None:
     """The ISO 639-1 code of the text's language among those with a stop-word list, "xx"
-    for one written in other letters or another script, None when the text says too
-    little to tell."""
+    for one written in other letters or another script, None when the text says too little
+    to tell (with `least`: fewer words, or fewer than `MIN_LETTERS` letters of a script)."""
+    if least:
+        letters = regex.findall(r"\p{L}", text)
+        scripted = len(_NOT_LATIN.findall(text)) > len(letters) / 2
+        if len(letters) < MIN_LETTERS or not scripted and len(terms(text)) < least:
+            return None
     return _language(text)
 
 

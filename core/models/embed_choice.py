@@ -18,8 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import MissingDependencyError
-from ..language.english import ENGLISH as IN_ENGLISH
-from ..language.english import language
+from ..language.languages import MIN_WORDS, language
 from ..storage.base import Store
 from .cosines import CosineScale, cosine_scale
 from .embed import Embedder, default_embedder, query_vectors
@@ -40,11 +39,12 @@ def hint(name: str | None, texts: Sequence[str]) -> str | None:
     `texts` that are not English and embeds them with the English MiniLM; else None."""
     if BY_RECORD.get(name or "all-MiniLM-L6-v2-int8") != ENGLISH:
         return None
-    said = language(texts)
+    said = _said(texts)
     if said in (None, IN_ENGLISH):
         return None
-    return (f"texts read as {said}, embedded by the English model {name or 'MiniLM'}: for "
-            f"memories in other languages, {INSTALL} and start a new store")
+    return (f"texts not in English ({said}), embedded by the English model "
+            f"{name or 'MiniLM'}: for memories in other languages, {INSTALL} and start a "
+            f"new store")
 
 
 class ChosenEmbedder:
@@ -73,13 +73,20 @@ class ChosenEmbedder:
     def cosine_scale(self) -> CosineScale:
         return cosine_scale(self._chosen)
 
+    @property
+    def languages(self) -> frozenset[str] | None:
+        """What the chosen model's cosines mean something in (the MiniLM until chosen)."""
+        if self._chosen is None:
+            return frozenset({"en"})
+        return getattr(self._chosen, "languages", None)
+
     def choose(self, texts: Sequence[str], *, wait: bool = False) -> Embedder | None:
         """The model, chosen by `texts` if none is yet (`wait`: not when they say too little
         to tell their language, None then)."""
         chosen = self._chosen
         if chosen is not None:
             return chosen
-        said = language(texts)
+        said = _said(texts)
         if wait and said is None:
             return None
         with self._lock:
@@ -113,6 +120,15 @@ class ChosenEmbedder:
         log.info("this store's first texts read as %s: it embeds with %s", said,
                  MULTILINGUAL)
         return MULTILINGUAL
+
+
+IN_ENGLISH = "en"
+
+
+def _said(texts: Sequence[str]) -> str | None:
+    """The language `texts` read as together ("xx": another script or letters), None when
+    they say too little to tell a choice that lasts (`languages.MIN_WORDS`)."""
+    return language(" ".join(texts), least=MIN_WORDS)
 
 
 def chosen_for(store: Store) -> ChosenEmbedder:

