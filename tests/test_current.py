@@ -130,9 +130,9 @@ def test_the_move_in_the_changes_page_is_not_current(opened, capsys):
 def test_a_version_read_at_search_time_is_not_current_everywhere(opened, capsys):
     """No rule linked them on write; the search reads the older one as a version."""
     db, mem = opened()
-    mem.add("I work as a nurse at the city hospital.", user_id="ana", occurred_at="2024-01-10")
-    mem.add("Work at the clinic is calmer than the city hospital, I love being a nurse at "
-            "the clinic.", user_id="ana", occurred_at="2024-06-15")
+    mem.add("I'm a barista at Blue Bottle downtown.", user_id="ana", occurred_at="2024-01-10")
+    mem.add("Three weeks into the bank job, I don't miss the coffee shop rush at all.",
+            user_id="ana", occurred_at="2024-06-15")
     assert all(m.current for m in mem.memories(user_id="ana"))
     assert surfaces(capsys, db, mem, "Where do I work?", user="ana", k=2) == [True, False]
 

@@ -282,7 +282,8 @@ class Searcher:
                 steps.after("latest value first", head)
             head = arrange(head, query=query, current_first=now, as_of=as_of)
             steps.after("successor first", head)
-            close = closeness(head, query_vec, rows)
+            scale = cosine_scale(self.embedder)
+            close = closeness(head, query_vec, rows, scale)
             head = answers_first(head, query, close, now=now and period is None,
                                  others=self.config.fusion.assistant_speakers)
             steps.after("answers first", head)
@@ -292,7 +293,8 @@ class Searcher:
                 head = newest_first(head, query, query_vec, rows,
                                     others=self.config.fusion.assistant_speakers,
                                     guess=not self.config.stages.judge_changes, close=close,
-                                    meaning=getattr(self.embedder, "languages", None))
+                                    meaning=getattr(self.embedder, "languages", None),
+                                    scale=scale)
                 steps.after("newest version first", head)
         return head
 

@@ -42,6 +42,7 @@ from ..language.change import evidence
 from ..language.dates import format_date
 from ..language.stance import STEM, Stance, parties, stance, theirs
 from ..language.tokens import terms
+from ..models.cosines import IDENTITY, CosineScale
 from ..types import Memory, MemoryHit, as_utc
 from .score import relevances
 from .validity import quote
@@ -67,24 +68,26 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
                  rows: Mapping[str, np.ndarray], *, now: bool = True,
                  others: Collection[str] = (), guess: bool = True,
                  close: Mapping[str, float] | None = None,
-                 meaning: Collection[str] | None = None) -> list[MemoryHit]:
+                 meaning: Collection[str] | None = None,
+                 scale: CosineScale = IDENTITY) -> list[MemoryHit]:
     """The hits with each newest version of a fact right before its highest older version,
     the older ones marked `current=False` and noted (`now` False: the hits as they are).
     `rows` maps a memory id to its unit vector rows; hits without rows are left alone;
     `others` names the speakers (the assistant) whose words say nothing of the asker;
     `guess` False keeps to the versions the bank recorded on write (an LLM judged them);
     `close`: the hits' `closeness` to the query, when a caller has it already; `meaning`:
-    the languages the embedder reads (None: any), where nearness alone ties two hits."""
+    the languages the embedder reads (None: any), where nearness alone ties two hits;
+    `scale`: the embedder's `cosine_scale` (thresholds were set on the MiniLM's)."""
     if not now:
         return list(hits)
     if close is None:
-        close = closeness(hits, query_vec, rows)
+        close = closeness(hits, query_vec, rows, scale)
     if (answering := _answering(hits, close)) is None:
         return list(hits)
     asked, near = answering
     live = {i for i in asked if hits[i].memory.current and hits[i].current is not False}
     newer = _versions(hits, set(near), [i for i in asked if i in live and asked[i] >= REACH],
-                      rows, query, others, meaning) if guess else {}
+                      rows, query, others, meaning, scale) if guess else {}
     place = {h.memory.id: i for i, h in enumerate(hits)}
     # an answer the bank knows changed: its successor first when it answers too, or, when
     # an LLM judged the change on write (no `guess`), when it is within reach of the query
@@ -140,12 +143,14 @@ def answers_first(hits: Sequence[MemoryHit], query: str, close: Mapping[str, flo
 
 
 def closeness(hits: Sequence[MemoryHit], query_vec: np.ndarray,
-              rows: Mapping[str, np.ndarray]) -> dict[str, float]:
-    """Each hit's best cosine to the query (`relevances`), by memory id; hits without rows
-    are left out. Computed once, it serves `answers_first` and `newest_first` alike."""
+              rows: Mapping[str, np.ndarray], scale: CosineScale = IDENTITY
+              ) -> dict[str, float]:
+    """Each hit's best cosine to the query (`relevances`, on the MiniLM's scale: the
+    thresholds here were set on it), by memory id; hits without rows are left out.
+    Computed once, it serves `answers_first` and `newest_first` alike."""
     placed = [h.memory.id for h in hits if len(rows.get(h.memory.id, ()))]
-    return dict(zip(placed, relevances(query_vec, [np.atleast_2d(rows[i])
-                                                   for i in placed]).tolist()))
+    return dict(zip(placed, relevances(query_vec, [np.atleast_2d(rows[i]) for i in placed],
+                                       scale).tolist()))
 
 
 def _answering(hits: Sequence[MemoryHit], close: Mapping[str, float]
@@ -169,7 +174,8 @@ def outdated_note(successor: Memory) -> str:
 
 def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[int],
               rows: Mapping[str, np.ndarray], query: str, others: Collection[str],
-              meaning: Collection[str] | None = None) -> dict[int, int]:
+              meaning: Collection[str] | None = None,
+              scale: CosineScale = IDENTITY) -> dict[int, int]:
     """Each older version's place -> its newest version's place. Two hits within reach, one
     of them an answer (`near`), are versions when their best rows are close (`PAIR`) and
     each other's nearest (in a conversation that keeps returning to a subject, many hits are
@@ -182,7 +188,8 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
               _about(stance(hits[i].memory.text, others=others), asked)]
     if len(places) < 2:
         return {}
-    close = _closeness([np.atleast_2d(rows[hits[i].memory.id]) for i in places])
+    close = scale.of_texts(_closeness([np.atleast_2d(rows[hits[i].memory.id])
+                                       for i in places]))
     np.fill_diagonal(close, -np.inf)
     nearest = close.argmax(axis=1)
     words = {w[:STEM] for w in terms(query)}
