@@ -475,7 +475,10 @@ class _Copies:
 
 def still_holds(hit: MemoryHit, as_of: datetime | None) -> bool:
     """A hit's `current`: not marked an older version by the read steps, and its memory not
-    superseded by `as_of` (None: now)."""
+    superseded by `as_of` (None: now); a memory changed only in part holds unless the
+    question is about the changed part (`validity.arrange` marks it then)."""
+    if hit.memory.changed_part is not None:
+        return hit.current
     return hit.current and hit.memory.held_at(as_of)
 
 

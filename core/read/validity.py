@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from ..language.claims import topics_of
@@ -107,9 +108,11 @@ def arrange(hits: Sequence[MemoryHit], *, query: str, current_first: bool,
     out = []
     for h in order:
         memory = h.memory
-        said = (note(memory, moment) if not memory.changed_part or asks.get(memory.id)
-                else "") + conflict_note(memory, dates)
-        out.append(MemoryHit(memory, h.score, h.text + said, h.rank) if said else h)
+        changed = note(memory, moment) if not memory.changed_part or asks.get(memory.id) \
+            else ""
+        said = changed + conflict_note(memory, dates)
+        out.append(replace(h, text=h.text + said, current=h.current and not changed)
+                   if said else h)
     return out
 
 
