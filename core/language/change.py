@@ -50,9 +50,17 @@ ONE_OFF = regex.compile(
     r"excepcionalmente|por una vez|solo (?:esta|este|hoy|por hoy)|esta vez|"
     r"eccezionalmente|per una volta|solo (?:questa|questo|oggi|per oggi)|stavolta|"
     r"excepcionalmente|por uma vez|só (?:esta|este|hoje|por hoje)|desta vez|"
-    r"while|meanwhile|während|pendant que|mientras|mentre|enquanto)\b", _FLAGS)
-"""A one-off exception to a fact that goes on ("moved piano to thursday just this week"), or
-a state that lasts while something else does ("at my parents' while the pipes are fixed")."""
+    r"while|meanwhile|während|pendant que|mientras|mentre|enquanto)\b|"
+    # called off this once: "rehearsal's cancelled this week", "7:42 cancelled. again."
+    r"\b(?:cancel+ed|called off|skipped|closed|abgesagt|ausgefallen|geschlossen|annulée?s?|"
+    r"fermée?s?|cancelad[oa]s?|suspendid[oa]s?|cerrad[oa]s?|annullat[oa]|saltat[oa]|"
+    r"chius[oa]|fechad[oa]s?)\b[^.!?]{0,40}?[.!?]?\s*\b(?:this week(?:end)?|today|tonight|"
+    r"again|diese Woche|heute|schon wieder|cette semaine|aujourd'hui|ce soir|encore|"
+    r"esta semana|hoy|esta noche|otra vez|questa settimana|oggi|stasera|di nuovo|hoje|"
+    r"de novo)\b", _FLAGS)
+"""A one-off exception to a fact that goes on ("moved piano to thursday just this week",
+"rehearsal's cancelled this week"), or a state that lasts while something else does ("at
+my parents' while the pipes are fixed")."""
 
 
 SURE = 0.75
@@ -150,9 +158,11 @@ def _evidence(old: str, new: str, question: str, value: str | None, replaced: bo
         not ONE_OFF.search(said_new) and \
         not any(OFFER.search(s) or weighs(s) for s in _about(said_new, repeats | asked))
     clauses = [c for c in _clauses(said_new) if not asks(c)]
-    ends = bool(repeats) and (
-        any(ends_near(c, lambda w: _word(w) in repeats) for c in clauses) or
-        any(_word(n) in repeats for n in now.negated))  # "no Iceland this year after all"
+    # what it says goes on ("still doing the msc") is confirmed, not ended
+    open_ = {w for w in repeats if w[:STEM] not in now.goes_on}
+    ends = bool(open_) and (
+        any(ends_near(c, lambda w: _word(w) in open_) for c in clauses) or
+        any(_word(n) in open_ for n in now.negated))  # "no Iceland this year after all"
     tied = (meaning is None or said in meaning or not question or bool(asked & words) or
             _roots(question) & _roots(said_new) or speaks_of_self(said_new)) and \
         not _elsewhere(question, said_new)
@@ -181,7 +191,26 @@ def _new_value(old: str, new: str, said: str | None) -> bool:
             return True  # a name in place of old's: none said again, or said as now
     before, after = values(old), values(new)
     kinds = {k for k, _ in after - before} & {k for k, _ in before - after}
-    return "contact" in kinds or bool(kinds) and bool(_NOW.search(new))
+    return "contact" in kinds or bool(kinds) and says_changed(new)
+
+
+def says_changed(text: str) -> bool:
+    """Whether `text` says a value changed or what holds from now on (`_NOW`, `_CHANGED`):
+    a number or a date beside such words is a new value, not one said in passing."""
+    return bool(_NOW.search(text) or _CHANGED.search(text))
+
+
+_CHANGED = regex.compile(
+    r"\b(?:resched\w*|postponed|pushed (?:[\w']+ ){0,4}?(?:back|out|to)|"
+    r"moved (?:[\w']+ ){0,3}to|bumped (?:[\w']+ ){0,3}to|brought forward|delayed|extended|"
+    r"shortened|increased|decreased|raised|lowered|reduced|upped|adjusted|changed|updated|"
+    r"cut|(?:down|up|dropped|rose|fell|grew) to|"
+    r"verschoben|verlegt|erhöht|gesenkt|geändert|"
+    r"reporté\w*|décalé\w*|déplacé\w*|augmenté\w*|baissé\w*|changé\w*|"
+    r"pospuest[oa]|aplazad[oa]|movid[oa]|cambi[óé]|cambiad[oa]|aument[óé]|subi[óo]|baj[óé]|"
+    r"rinviat[oa]|spostat[oa]|aumentat[oa]|cambiat[oa]|"
+    r"adiad[oa]|mud(?:ou|ei)|aumentou|passou para)\b", _FLAGS)
+"""Words that say a value was changed: rescheduled, raised, moved to, verschoben, reporté."""
 
 
 _NOW = regex.compile(
@@ -237,7 +266,7 @@ _GROUNDED = regex.compile(r"\s*\((?:the (?:week|weekend) of )?[^()]*\d{4}\)")
 
 
 _MONTHS = frozenset(w[:STEM] for w in (
-    "january february march april june july august september october november december "
+    "january february march april may june july august september october november december "
     "januar februar märz juni juli oktober dezember janvier février mars avril mai juin "
     "juillet août septembre octobre novembre décembre enero febrero marzo abril mayo junio "
     "julio agosto septiembre octubre noviembre diciembre gennaio febbraio aprile maggio "
@@ -285,12 +314,17 @@ _VALUE = regex.compile(
     r"(?P<contact>[\w.+-]+@[\w-]+(?:\.[\w-]+)+|@\w{3,}|\+?\d[\d\s().-]{6,}\d)|"
     r"(?P<time>\b\d{1,2}(?::\d\d|h\d\d)\b|\b\d{1,2}\s?(?:am|pm|a|p)\b)|"
     r"(?P<day>\b(?:" + "|".join(w[:5] for w in _WEEKDAYS) + r")\w*)|"
+    r"(?P<date>\b(?:" + "|".join(sorted(_MONTHS)) + r")\w*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b|"
+    r"\b\d{1,2}(?:st|nd|rd|th|\.)?\s+(?:de\s+)?(?:" + "|".join(sorted(_MONTHS)) + r")\w*)|"
     r"(?P<number>[$€£]?\d+(?:[.,\s]\d{3})*(?:[.,]\d+)?)(?:\s?(?P<unit>%|[^\W\d_]{1,12}))?",
     _FLAGS)
 """Values of a kind any language writes alike: contacts (an email, a handle, a phone number),
 times of day, weekdays (in the six languages read) and numbers with the word after them. A
 contact said in place of another is a new value whatever else is said; the others only
 beside a word that says what holds now (`_NOW`)."""
+
+
+_LETTERS, _DIGITS = regex.compile(r"\p{L}+"), regex.compile(r"\d+")
 
 
 def values(text: str) -> frozenset[tuple[str, str]]:
@@ -306,6 +340,9 @@ def values(text: str) -> frozenset[tuple[str, str]]:
             kind, value = f"number {unit[:STEM]}", regex.sub(r"\D", "", found["number"])
         elif kind == "day":
             value = value[:5]
+        elif kind == "date":
+            month = next(w for w in _LETTERS.findall(value) if w[:STEM] in _MONTHS)
+            value = month[:STEM] + " " + _DIGITS.search(value)[0]
         out.add((kind, value))
     return frozenset(out)
 

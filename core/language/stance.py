@@ -216,9 +216,10 @@ _ENDS = regex.compile(
     r"no longer|gone|sold|cancel+ed|quit|stopped(?! by)|"
     r"ended(?! up)|broke up|split up|passed away|died|put (?:[\w']+ ){0,4}?down|buried|lost|"
     r"gave (?:\w+ )?up|refund\w*|money back|the end of|called (?:it )?off|called it quits|"
-    r"divorc\w*|moved out|(?:moved|switched|changed|relocated) (?:away )?from|"
+    r"divorc\w*|moved out|(?:moved|switched|changed|relocated) (?:[\w']+ ){0,4}?from|"
     r"(?:moved|switched|got) off|retired|"
-    r"left(?! (?:back|side|hand|knee|leg|arm|over|wing|lane|turn|for))|"
+    r"left (?:the|my|our|his|her) (?:job|company|firm|band|team|club|city|country|school|"
+    r"uni|university|church|gym|group)|"
     r"handed in|traded (?:in|away)|got rid of|gave (?:\w+ ){0,3}away|donated|dropped out|"
     r"last day|deleted|shut down|said goodbye|goodbye to|tapered off|replaced|"
     r"ohne|nicht mehr|kein\w* mehr|verkauft|gekündigt|gestorben|vorbei|Schluss gemacht|"
@@ -235,10 +236,11 @@ _ENDS = regex.compile(
     r"sem|já não|vendi\w*|cancelei|morreu|acabou|terminamos|larguei|deixei|parei|"
     r"pedi demissão|desativei|aposentou|aposentad[oa])\b", _FLAGS)
 """Words that end a state: a later mention of its names with one of them is a change."""
-_WEAK_ENDS = regex.compile(r"^(?:without|lost|left|gone|ohne|sans|fini|sin|senza|sem)$",
+_WEAK_ENDS = regex.compile(r"^(?:without|lost|gone|quit|ohne|sans|fini|sin|senza|sem)$",
                            _FLAGS)
 """End words that as often say something else ("without falling asleep", "we lost 2-1",
-"left back"): they end only the word next to them."""
+"quit taking mum to the big tesco"): they end only the word next to them. "Left" ends
+nothing alone ("left my pixel at home", "the only one left in austin")."""
 _ASKS = regex.compile(
     r"^(?:¿|(?:what|whats|what's|how|why|where|when|which|who|can|could|is|are|do|does|did|"
     r"should|any|recommend|explain|tell me|give me|help me|show me|write|translate|"

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..language.change import evidence
+from ..language.change import evidence, says_changed
 from ..language.claims import SINGLE_VALUED, Claim, Value, claims
 from ..language.stance import Stance, stance, theirs
 from ..storage.base import Store
@@ -140,9 +140,10 @@ def _values_of(old_claims: Sequence[Claim]) -> str:
 
 
 def _replaced(new_claims: Sequence[Claim], old_claims: Sequence[Claim]) -> bool:
-    """Whether a claim that says something changed states a value of the same kind in place
-    of one of the earlier claims' ("raised my quota to 50,000 requests")."""
-    return any(n.cue and not n.hypothetical and _new_value(n, o)
+    """Whether a claim that says a value changed (`change.says_changed`: "raised",
+    "rescheduled to", "now"; not any cue word, "felt very grown up") states one of the same
+    kind in place of one of the earlier claims' ("raised my quota to 50,000 requests")."""
+    return any(not n.hypothetical and says_changed(n.text) and _new_value(n, o)
                for n in new_claims for o in old_claims)
 
 
