@@ -206,6 +206,13 @@ def holds(hit: Any, turns: frozenset[str]) -> bool:
     return bool(turns.intersection(hit.refs))
 
 
+def ended(memory: Any) -> bool:
+    """Whether a memory was recorded as no longer true as a whole (one changed in part
+    still holds but for that part; a hit holding it says whether the question is about it,
+    `marked`)."""
+    return not memory.current and not memory.changed_part
+
+
 def marked(hit: Any) -> bool:
     """Whether a hit says it no longer holds (`hit.current`: superseded on write, or read
     as an older version at search time)."""
@@ -224,7 +231,7 @@ def outcome(case: Case, hits: Sequence[Any], memories: Sequence[Any],
         "stale_marked": any(marked(h) for h in stale) if case.change else None,
         "stale_as_current": (top_stale and not marked(top)) if case.change else None,
         "non_change_superseded": None if case.change else any(
-            not m.current for m in memories if case.fact.intersection(m.refs)) or any(
+            ended(m) for m in memories if case.fact.intersection(m.refs)) or any(
             marked(h) for h in hits if holds(h, case.fact)),
         "past_first": None if case.past is None else bool(past_hits) and holds(
             past_hits[0], case.fact) and not holds(past_hits[0], case.update)}
@@ -239,7 +246,7 @@ def stored_marks(case: Case, hits: Sequence[Any], memories: Sequence[Any]
     return {"stale_marked": any(h.memory.current is False for h in stale) if case.change
             else None,
             "non_change_superseded": None if case.change else any(
-                not m.current for m in memories if case.fact.intersection(m.refs))}
+                ended(m) for m in memories if case.fact.intersection(m.refs))}
 
 
 def run_case(case: Case, embedder: Any, settings: dict[str, Any] | None = None,

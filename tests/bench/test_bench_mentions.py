@@ -56,6 +56,7 @@ def test_mentions_of_the_car_leave_it_current_and_first_and_a_sale_is_found(tmp_
         row = figures["all"][count]
         assert row["marked"] == 0.0, (count, row)
         assert row["pushed_down"] == 0.0, (count, row)
+        assert row["outranked"] == 0.0, (count, row)
         assert row["current_first"] == 100.0, (count, row)
         assert row["stale_marked"] == 100.0, (count, row)
 
