@@ -30,9 +30,9 @@ from functools import lru_cache
 import regex
 
 from .claims import topics_of
-from .languages import READ, language
+from .languages import READ, language, stop_words_of
 from .stance import STEM, asks, ends_near, parties, speaks_of_self, stance, theirs, weighs
-from .tokens import stop_words, terms
+from .tokens import terms
 
 _FLAGS = regex.IGNORECASE | regex.VERSION1
 _LINE = regex.compile(r"^([^\s:][^\s:]*(?: [^\s:]+)?):\s+(.*)$", regex.MULTILINE)
@@ -66,7 +66,7 @@ my parents' while the pipes are fixed")."""
 SURE = 0.75
 """Least confidence of a change that is asserted: below it both statements stay as they
 rank, unmarked, each with its date."""
-CONFIDENCE = {"new": 0.8, "ends": 0.8, "replaces": 0.8, "mention": 0.2}
+CONFIDENCE = {"new": 0.8, "ends": 0.8, "replaces": 0.8, "near": 0.4, "mention": 0.2}
 """The share of changes among pairs of each kind of evidence (`Evidence.kind`), on the
 development cases it was set on, with one change for every five mentions."""
 
@@ -98,6 +98,11 @@ class Evidence:
     """It states a value in place of the earlier one's, which it no longer says: "Ab Januar
     zahle ich 1.080 Euro warm" after "950 Euro warm", a restaurant in Marseille after a café
     in Lyon. Naming the value and stating a different one is no mere mention."""
+    fresh: bool = False
+    """It says something is new: a name the earlier one did not say, a value said changed,
+    "now", the first days of something ("three weeks into the bank job"). A statement in
+    other words that says nothing new is as likely the same thing again ("the squat rack
+    was taken for 40 minutes" after joining the gym)."""
 
     @property
     def mention(self) -> bool:
@@ -106,14 +111,20 @@ class Evidence:
 
     @property
     def kind(self) -> str | None:
-        """"new" (a statement that does not name the earlier value), "ends" (names it and
-        says it ended), "mention" (names it, and it goes on); None when it is no evidence
-        (another language, or no statement of the present)."""
+        """"ends" (names the earlier value and says it ended), "replaces" (states another in
+        its place), "mention" (names it, and it goes on), "new" (in other words, saying
+        something is new), "near" (in other words, nothing new); None when it is no
+        evidence (another language, no statement of the present, nothing ties it to the
+        question)."""
         if not (self.read and self.stated):
             return None
+        if self.ends:
+            return "ends"
         if self.repeats:
-            return "ends" if self.ends else "replaces" if self.replaces else "mention"
-        return "new" if self.tied else None
+            return "replaces" if self.replaces else "mention"
+        if not self.tied:
+            return None
+        return "new" if self.fresh else "near"
 
     @property
     def confidence(self) -> float:
@@ -126,28 +137,31 @@ class Evidence:
 
 
 def evidence(old: str, new: str, *, question: str = "", value: str | None = None,
-             replaced: bool = False, others: Collection[str] = ("assistant",),
+             replaced: bool = False, cued: bool = False,
+             others: Collection[str] = ("assistant",),
              meaning: Collection[str] | None = None) -> Evidence:
     """The evidence `new` (a later memory's text) gives that it changed `old`'s fact, for a
     `question` about it when there is one (its words name the attribute, not the value).
     `value`: the words that state the earlier fact's value, when the caller knows them (the
     write rules' claims; else every word of `old` but the question's); `replaced`: the
     caller found a value of the same kind in its place (the write rules' "10,000 requests" to
-    "50,000 requests"); `meaning`: the languages whose meaning found the pair (the
-    embedder's; None: any)."""
-    return _evidence(old, new, question, value, replaced,
+    "50,000 requests"); `cued`: it found a word saying something changed in the very claim
+    that changed (the write rules' cue: "shifted standup to 10:15"); `meaning`: the
+    languages whose meaning found the pair (the embedder's; None: any)."""
+    return _evidence(old, new, question, value, replaced, cued,
                      frozenset(o.casefold() for o in others),
                      None if meaning is None else frozenset(meaning))
 
 
 @lru_cache(maxsize=4096)
 def _evidence(old: str, new: str, question: str, value: str | None, replaced: bool,
-              others: frozenset[str], meaning: frozenset[str] | None) -> Evidence:
+              cued: bool, others: frozenset[str], meaning: frozenset[str] | None
+              ) -> Evidence:
     said_old, said_new = _own(old, others), _own(new, others)
     said = language(f"{said_old} {said_new} {question}")
     now, before = stance(new, others=tuple(others)), stance(old, others=tuple(others))
-    asked, words = _words(question), _words(said_new)
-    repeats = (_words(said_old if value is None else value) - asked) & (words - asked)
+    asked, words = _words(question, said), _words(said_new, said)
+    repeats = (_words(said_old if value is None else value, said) - asked) & (words - asked)
     whom = parties(question) or (before.parties if not before.own else frozenset())
     # of someone asked about ("my boss"), a statement that names them as the earlier one
     # did ("Herr Becker ist gewechselt") speaks of them too
@@ -156,19 +170,61 @@ def _evidence(old: str, new: str, question: str, value: str | None, replaced: bo
         (bool(now.parties & whom or before.parties & whom and repeats) if whom
          else now.own) and \
         not ONE_OFF.search(said_new) and \
-        not any(OFFER.search(s) or weighs(s) for s in _about(said_new, repeats | asked))
-    clauses = [c for c in _clauses(said_new) if not asks(c)]
-    # what it says goes on ("still doing the msc") is confirmed, not ended
-    open_ = {w for w in repeats if w[:STEM] not in now.goes_on}
+        not any(OFFER.search(s) or weighs(s)
+                for s in _about(said_new, repeats | asked, said))
+    # the thing both name, the question's words too ("gave up on IF" for "am I still
+    # doing IF?"), may be said to end; what goes on ("still doing the msc") is confirmed,
+    # and what the fact said too ("cuarto sin ascensor") ends nothing new
+    both = (_words(said_old, said) & words) | repeats
+    open_ = {w for w in both if w[:STEM] not in now.goes_on}
     ends = bool(open_) and (
-        any(ends_near(c, lambda w: _word(w) in open_) for c in clauses) or
+        _ends(said_new, open_) and not _ends(said_old, open_) or
         any(_word(n) in open_ for n in now.negated))  # "no Iceland this year after all"
     tied = (meaning is None or said in meaning or not question or bool(asked & words) or
-            _roots(question) & _roots(said_new) or speaks_of_self(said_new)) and \
-        not _elsewhere(question, said_new)
-    replaces = replaced or bool(repeats) and _new_value(
-        said_old, " ".join(_about(said_new, repeats | asked)), said)
-    return Evidence(said in READ, stated, frozenset(repeats), ends, tied, replaces)
+            _roots(question, said) & _roots(said_new, said) or speaks_of_self(said_new)) \
+        and not _elsewhere(question, said_new)
+    about = " ".join(_about(said_new, repeats | asked, said, short=3))
+    replaces = replaced or bool(repeats) and _new_value(said_old, about, said)
+    fresh = replaces or cued or _new_value(said_old, about, said, named_only=True) or \
+        says_changed(about) or bool(_FIRST.search(about) or _SINCE.search(about))
+    return Evidence(said in READ, stated, frozenset(repeats), ends, tied, replaces, fresh)
+
+
+def _ends(text: str, words: Collection[str]) -> bool:
+    """Whether a clause of `text` that states (no question) says one of `words` ended."""
+    return any(ends_near(c, lambda w: _word(w) in words)
+               for c in _clauses(text) if not asks(c))
+
+
+_FIRST = regex.compile(
+    r"\b(?:(?:first|1st) (?:day|week|weekend|month|shift|semester|term)|"
+    r"(?:\d+|one|two|three|four|five|six|a few|couple of) (?:days|weeks|months) (?:in|into)|"
+    r"erste[nrs]? (?:Tag|Woche|Wochenende|Monat|Schicht|Semester)|"
+    r"premi(?:er|ère) (?:jour|semaine|week-end|mois|semestre)|"
+    r"primer(?:a|o)? (?:día|semana|fin de semana|mes|semestre)|"
+    r"prim[oa] (?:giorno|settimana|weekend|mese|semestre)|"
+    r"primeir[oa] (?:dia|semana|fim de semana|mês|semestre)|"
+    # how long a new state has held: "day 90 of being my own boss", "6 months of soda
+    # water", "100 Tage ohne Zigarette", "seis meses sin fumar"
+    r"(?:day|week|month|tag|jour|día|giorno|dia) \d+ (?:of|at|in|ohne|de|di|da|sin|senza)|"
+    r"(?:\d+|one|two|three|four|five|six|a few|zwei|drei|vier|fünf|sechs|deux|trois|quatre|"
+    r"cinq|six|dos|tres|cuatro|cinco|seis|due|tre|quattro|cinque|sei|dois|três|quatro) "
+    r"(?:days|weeks|months|years|Tage|Wochen|Monate|jours|semaines|mois|días|semanas|meses|"
+    r"giorni|settimane|mesi|dias) (?:of|without|sober|clean|smoke-free|ohne|sans|sin|senza|"
+    r"sem|de)\b)\b", _FLAGS)
+"""The first days of something new ("three weeks into the bank job", "erste Woche im
+Gesundheitsamt", "primer mes en la academia"), or how long a new state has held ("6 months
+of soda water at the bar"): said in other words, it is still news."""
+_SINCE = regex.compile(
+    r"\b(?:since (?:the|my|i|we|last|\d|january|february|march|april|may|june|july|"
+    r"august|september|october|november|december)|ever since|seit (?:dem|der|ich|wir|\w+ "
+    r"(?:Wochen|Monaten|Jahren))|seit (?:Januar|Februar|März|April|Mai|Juni|Juli|August|"
+    r"September|Oktober|November|Dezember)|depuis (?:le|la|l'|que|\d|janvier|février|"
+    r"mars|avril|mai|juin|juillet|août|septembre|octobre|novembre|décembre)|"
+    r"desde (?:el|la|que|\d|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|"
+    r"octubre|noviembre|diciembre)|da quando|dal(?:la|l')? |desde (?:o|a|que))", _FLAGS)
+"""Since when a state holds ("since the baby arrived", "seit Juni", "depuis l'opération"):
+a statement that dates its state says it began."""
 
 
 _INNER_CAPITAL = regex.compile(r"(?<=[\p{L}\p{N},;'\"]\s+)(?!I['’])\p{Lu}\p{Ll}[\p{L}'’-]*")
@@ -176,19 +232,24 @@ _INNER_CAPITAL = regex.compile(r"(?<=[\p{L}\p{N},;'\"]\s+)(?!I['’])\p{Lu}\p{Ll
 except in German, where nouns are capitalised too."""
 
 
-def _new_value(old: str, new: str, said: str | None) -> bool:
+def _new_value(old: str, new: str, said: str | None, *, named_only: bool = False) -> bool:
     """Whether `new` states a value in place of one of `old`'s, old's no more said and
     new's not said before: names inside a sentence (not in German, where nouns are
     capitalised too) where old said others, none of them said again or the new ones said as
     now (`_NOW`: "the Fitbit snapped so now I wear an Apple Watch"; not "the Corolla's at
     the mechanic so I'm driving a loaner Camry"); or a value of a kind both state one of
     (`values`): a contact, or one beside a word that says what holds from now ("1.080 Euro
-    warm ab Januar" after "950 Euro warm")."""
+    warm ab Januar" after "950 Euro warm"). `named_only`: whether `new` says a name `old`
+    does not, whatever old named."""
     if said != "de":
         named = [{_word(w) for w in _INNER_CAPITAL.findall(t)} for t in (old, new)]
-        if named[0] and named[1] - _words(old) and (
-                not named[0] & _words(new) or _NOW.search(new)):
+        fresh = named[1] - _words(old, said)
+        if named_only:
+            return bool(fresh)
+        if named[0] and fresh and (not named[0] & _words(new, said) or _NOW.search(new)):
             return True  # a name in place of old's: none said again, or said as now
+    if named_only:
+        return False
     before, after = values(old), values(new)
     kinds = {k for k, _ in after - before} & {k for k, _ in before - after}
     return "contact" in kinds or bool(kinds) and says_changed(new)
@@ -225,10 +286,10 @@ _NOW = regex.compile(
 languages): a number or a day said beside one is a new value, not one in passing."""
 
 
-def _roots(text: str) -> set[str]:
+def _roots(text: str, said: str | None) -> set[str]:
     """The first four letters of its words: "wohne" and "Wohnung", "trabajo" and
     "trabajar" share theirs."""
-    return {w[:4] for w in _words(text) if not w.isdigit()}
+    return {w[:4] for w in _words(text, said) if not w.isdigit()}
 
 
 def _elsewhere(question: str, said: str) -> bool:
@@ -240,11 +301,14 @@ def _elsewhere(question: str, said: str) -> bool:
     return bool(asked and told) and not asked & told
 
 
-def _about(text: str, words: frozenset[str]) -> list[str]:
+def _about(text: str, words: Collection[str], said: str | None, short: int = 0
+           ) -> list[str]:
     """The sentences of `text` that say how it is put: the first, and those that say one of
-    `words` (the fact's and the question's)."""
+    `words` (the fact's and the question's); all of them in a text of at most `short`."""
     sentences = [s for s in _SENTENCE.split(text) if s.strip()]
-    return sentences[:1] + [s for s in sentences[1:] if _words(s) & words]
+    if len(sentences) <= short:
+        return sentences
+    return sentences[:1] + [s for s in sentences[1:] if _words(s, said) & set(words)]
 
 
 def _clauses(text: str) -> list[str]:
@@ -275,10 +339,11 @@ _MONTHS = frozenset(w[:STEM] for w in (
 """Month names: a date is its day and month together (`values`), "March" alone names none."""
 
 
-def _words(text: str) -> frozenset[str]:
-    """The words that can name a value (`_word`): no stop word or month name, at least three
-    letters (a pair of characters in scripts written without spaces)."""
-    stops = _stop_words()
+def _words(text: str, said: str | None = None) -> frozenset[str]:
+    """The words that can name a value (`_word`): no stop word (of the language `said`) or
+    month name, at least three letters (a pair of characters in scripts written without
+    spaces)."""
+    stops = stop_words_of(said)
     text = _THOUSANDS.sub("", text)
     return frozenset(w for t in terms(text) if t not in stops and len(t) > 1 and not (
         t.isascii() and t.isalpha() and len(t) < 3) for w in [_word(t)] if w not in _MONTHS)
@@ -295,12 +360,6 @@ def _word(term: str) -> str:
 _THOUSANDS = regex.compile(r"(?<=\d)[,.\s\u202f](?=\d{3}\b)")
 """A thousands separator: "10,000" is one number, not "10" and "000"."""
 _NUMBER = regex.compile(r"(\d[\d.,:]*)(?:s|'s)?")
-
-
-@lru_cache(maxsize=1)
-def _stop_words() -> frozenset[str]:
-    return stop_words("en_plus", "german", "french", "spanish", "italian", "portuguese",
-                      "dutch", "swedish", "danish", "norwegian", "turkish", "russian")
 
 
 _WEEKDAYS = (
@@ -335,13 +394,14 @@ def values(text: str) -> frozenset[tuple[str, str]]:
         value = found[0].lower()
         if kind == "number":
             unit = (found["unit"] or "").lower()
-            if not unit or unit in _stop_words():
+            if not unit or unit in stop_words_of(None):
                 continue  # "2009", "6 of them": no unit says what it counts
             kind, value = f"number {unit[:STEM]}", regex.sub(r"\D", "", found["number"])
         elif kind == "day":
             value = value[:5]
         elif kind == "date":
-            month = next(w for w in _LETTERS.findall(value) if w[:STEM] in _MONTHS)
+            month = next(w for w in _LETTERS.findall(value) if w not in ("st", "nd", "rd",
+                                                                           "th", "de"))
             value = month[:STEM] + " " + _DIGITS.search(value)[0]
         out.add((kind, value))
     return frozenset(out)

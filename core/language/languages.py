@@ -71,3 +71,13 @@ def _language(text: str) -> str | None:
 @cache
 def _stop_words(name: str) -> frozenset[str]:
     return stop_words(name)
+
+
+@lru_cache(maxsize=32)
+def stop_words_of(code: str | None) -> frozenset[str]:
+    """The stop words of a language (`language`'s code) and of English, which chat mixes
+    into every language; of every Latin-script language listed when the code is none of
+    them (a word one language stops on is content in another: Italian stops on "dell")."""
+    if code in _LISTS:
+        return _stop_words(_LISTS[code]) | _stop_words("en_plus")
+    return frozenset().union(*(_stop_words(name) for name in _LISTS.values()))

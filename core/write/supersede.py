@@ -106,7 +106,7 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
                 continue
             sure = evidence(old.text, memory.text, value=_values_of(parsed[old.id]),
                             replaced=_replaced(parsed[memory.id], parsed[old.id]),
-                            others=assistants)
+                            cued=any(n.cue for n in parsed[memory.id]), others=assistants)
             if "sure" not in checks or sure.sure or unsure:
                 ends.append(replace(change, confidence=sure.confidence))
         # a statement that seems to end many facts at once is about none of them in

@@ -253,12 +253,13 @@ def test_a_stored_partial_change_puts_its_successor_first(opened):
 
 
 def test_capitals_are_no_condition(opened):
-    """"gave up on IF" (intermittent fasting) is said as the present: "IF" is no "if"."""
+    """"IF was making me obsessive" (intermittent fasting) is said as the present: "IF" is
+    no "if"."""
     mem = opened(("I do intermittent fasting, 16:8, eating window noon to 8", "2024-03-25"),
-                 ("gave up on IF, it was making me obsessive about food. back to three meals "
-                  "a day and a snack", "2024-09-06"))
+                 ("gave up on intermittent fasting, IF was making me obsessive about food. back "
+                  "to three meals a day and a snack", "2024-09-06"))
     hits = list(mem.search("Am I still doing intermittent fasting?", user_id="ana", k=2))
-    assert hits[0].memory.text.startswith("gave up on IF")
+    assert hits[0].memory.text.startswith("gave up on intermittent fasting")
     assert hits[1].current is False
 
 
