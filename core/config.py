@@ -130,11 +130,12 @@ class StagesConfig(_Group):
                                                                     "llm with an LLM.")
     merge_threshold: float = Field(0.92, ge=0.0, le=1.0,
                                    description="Cosine above which LLM-free reconcile merges.")
-    judge_changes: bool | None = Field(
-        None, description="One LLM call per batch of written memories decides which pairs "
-                          "the supersession rules propose (sure or not) and which of each new "
-                          "memory's nearest earlier ones are changes; its verdicts replace "
-                          "the read-time guess of versions. None = on with an LLM.")
+    judge_changes: bool = Field(
+        False, description="With an LLM: one more call per batch of written memories decides "
+                           "which pairs the supersession rules propose (sure or not) and "
+                           "which of each new memory's nearest earlier ones are changes; its "
+                           "verdicts replace the read-time guess of versions (needs "
+                           "supersession).")
     llmlingua_model_path: str | None = Field(
         None, description="Local folder of an LLMLingua-2 model (stages.compression='llmlingua').")
     llm_timeout: float | None = Field(120.0, gt=0, description="Seconds allowed per LLM call.")

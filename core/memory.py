@@ -65,8 +65,6 @@ class ReflectiveMemory:
         self.config = config or MemoryConfig()
         self.store = store
         self.llm = metered(llm, self.config)
-        if self.config.stages.judge_changes is None:  # with an LLM, the LLM decides changes
-            self.config = self.config.updated(stages={"judge_changes": self.llm is not None})
         """The user's LLM as every LLM caller uses it: counted, time-bounded, typed errors."""
         self._llms = PerCallLLMs(self.llm, self.config)
         if embedder is not None:

@@ -302,7 +302,8 @@ class Memory:
 class FactChange:
     """Memory `new_id` changes memory `old_id` as of `at` (`kind` "supersedes": the old one
     stops being true then), or the two contradict each other without either replacing the
-    other (`kind` "conflicts")."""
+    other (`kind` "conflicts"); "none": an LLM saw the pair and found no change (nothing
+    is recorded, and no rule may say otherwise)."""
 
     old_id: str
     new_id: str

@@ -42,10 +42,14 @@ of the bank most similar to it. For each new memory choose one action:
 - Merge(i, merged summary) when it is about the same person and topic as stored memory [i]
   and adds to it. Write one summary of at most {max_words} words that combines both and
   keeps every name, number and date.
-- Update(i, new summary) when it makes what stored memory [i] says no longer true: the
-  person moved, changed jobs, a date or amount changed, a habit or preference stopped. Write
-  one summary of at most {max_words} words of what is true now, naming what it replaces and
-  when it changed; the stored memory is kept as the past.
+- Update(i, new summary) when it says that what stored memory [i] says is no longer true:
+  the person moved, changed jobs, sold the car, a date or amount changed, a habit or
+  preference stopped. People mention what they already said many times for every time it
+  changes: a complaint, a story or a question about the same thing, a one-off exception, a
+  short trip or absence, a plan, an offer or a choice weighed and dropped, someone else's
+  news are Add or Merge, never Update; when unsure, not Update. Write one summary of at
+  most {max_words} words of what is true now, naming what it replaces and when it changed;
+  the stored memory is kept as the past.
 
 {new}
 

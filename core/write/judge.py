@@ -28,10 +28,7 @@ _LINE = re.compile(r"^\W*P\s*(\d+)\s*[:.)\-]\s*\W*(supersedes|conflicts|none)\b"
 
 
 def judge_for(config: MemoryConfig, llm: Any | None) -> ChangeJudge | None:
-    """The judge `stages.judge_changes` asks for (None when it is off; unset: on with an
-    LLM)."""
-    if config.stages.judge_changes is None and llm is not None:
-        return ChangeJudge(llm)
+    """The judge `stages.judge_changes` asks for (None when it is off)."""
     if not config.stages.judge_changes:
         return None
     if llm is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from ..config import DEFAULT_UNIT_WORDS
@@ -24,6 +24,9 @@ class Decision:
     target: str | None = None
     text: str | None = None
     replaces: str | None = None
+    judged: tuple[str, ...] = ()
+    """The stored memories an LLM was shown beside this draft and answered for: whether
+    the draft changes one of them is decided, by Update or by leaving them be."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +119,11 @@ class LLMReconciler:
             lambda: None)
         if actions is None:
             return self.fallback.reconcile(drafts, neighbours)
-        return _decisions(len(drafts), {asked[k]: a for k, a in actions.items()}, stored,
-                          self.max_words)
+        decided = _decisions(len(drafts), {asked[k]: a for k, a in actions.items()}, stored,
+                             self.max_words)
+        answered = {asked[k] for k in actions}
+        return [replace(d, judged=tuple(m.id for m in candidates[d.draft]))
+                if d.draft in answered else d for d in decided]
 
 
 _ACTION = re.compile(r"^\W*N?\s*(\d+)\s*\W*\s*(add|merge|update)\s*\((.*)$", re.I)

@@ -118,8 +118,9 @@ class Reflector:
             log.exception("could not record the failure of session %r", state.session_id)
 
     def _reflect(self, state: SessionState) -> tuple[list[Memory] | None, list[FactChange]]:
-        """The committed memories (None: another worker committed first) and the stored
-        memories reconciliation decided they supersede."""
+        """The committed memories (None: another worker committed first) and what an LLM's
+        reconciliation decided of the stored memories it saw: each one the new memories
+        supersede, and each one they do not (`kind` "none")."""
         turns = self.store.turns(state.user_id, state.session_id, after_seq=state.reflected)
         if not turns:
             return [], []
@@ -142,6 +143,9 @@ class Reflector:
                     memory.text = memory.key = decision.text or draft.text
                     replaced.append(FactChange(decision.replaces, memory.id, memory.valid_from,
                                                "supersedes", by=memory.text))
+                # the LLM decided for the stored memories it saw: Update, or none
+                replaced += [FactChange(old, memory.id, memory.valid_from, "none")
+                             for old in decision.judged if old != decision.replaces]
                 adds.append(NewMemory(memory, vecs))
             elif decision.target in merges:  # a second draft folded into the same memory
                 merge = merges[decision.target]

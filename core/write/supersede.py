@@ -204,8 +204,9 @@ class Supersession:
     def __call__(self, user_id: str, new: Sequence[Memory],
                  known: Sequence[FactChange] = ()) -> list[Memory]:
         """`new` (already stored) as they are once what they change is recorded, with the
-        `known` changes (an LLM's updates). A failure is logged, not raised: the memories
-        stay as written."""
+        `known` changes: an LLM's reconciliation decided those (its updates, and "none" for
+        a stored memory it saw and left be: the rules' finding of that pair is dropped). A
+        failure is logged, not raised: the memories stay as written."""
         try:
             changed = {m.id: m for m in self._record(user_id, new, known)}
         except Exception:
@@ -216,7 +217,10 @@ class Supersession:
 
     def _record(self, user_id: str, new: Sequence[Memory],
                 known: Sequence[FactChange]) -> list[Memory]:
-        decided = {c.old_id for c in known}
+        # an LLM's reconciliation decided these pairs (an update, or "none": no change)
+        decided = {(c.old_id, c.new_id) for c in known} | {c.old_id for c in known
+                                                            if c.kind == "supersedes"}
+        known = [c for c in known if c.kind != "none"]
         changing = {m.id: [c for c in _claims(m.text, tuple(m.speakers or ["user"]),
                                               self.assistants) if _may_change(c)]
                     for m in new}
@@ -227,7 +231,8 @@ class Supersession:
                                  unsure=self.judge is not None)
             if self.judge is not None:
                 found = self.judge(found, nearest, {m.id: m for m in [*earlier, *new]})
-        changes = [*known, *(c for c in found if c.old_id not in decided)]
+        changes = [*known, *(c for c in found if c.old_id not in decided and
+                             (c.old_id, c.new_id) not in decided)]
         return self.store.record_changes(user_id, changes) if changes else []
 
     def _earlier(self, user_id: str, new: Sequence[Memory], changing: dict[str, list[Claim]]

@@ -72,10 +72,10 @@ async def test_a_hit_read_as_an_older_version_is_not_current(tmp_path):
     """No rule linked the two on write; the search reads the older one as a version, and its
     `current` says so beside its text's "(may have changed ...)"."""
     async with stdio_session(tmp_path / "m.sqlite", "--user", "ana") as s:
-        await call(s, "add", content="I work as a nurse at the city hospital.",
+        await call(s, "add", content="I'm a barista at Blue Bottle downtown.",
                    occurred_at="2024-01-10")
-        await call(s, "add", content="Work at the clinic is calmer than the city hospital, I "
-                   "love being a nurse at the clinic.", occurred_at="2024-06-15")
+        await call(s, "add", content="Three weeks into the bank job, I don't miss the coffee "
+                   "shop rush at all.", occurred_at="2024-06-15")
         hits = (await call(s, "search", query="Where do I work?", k=2))["hits"]
     assert [h["current"] for h in hits] == [True, False]
     assert "(may have changed 15 June 2024" in hits[1]["text"]

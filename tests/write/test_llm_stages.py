@@ -481,3 +481,31 @@ def test_llm_merge_too_long_for_a_hit_adds_instead(tmp_path, embedder):
     assert len(mem.memories(user_id="u")) == 3  # nothing merged, nothing lost
     assert all(len(m.text.split()) <= 37 for m in mem.memories(user_id="u"))
     mem.close()
+
+
+def test_the_llm_decides_what_changed_among_the_stored_memories_it_saw(tmp_path, embedder):
+    """With an LLM reconciling, the rules only propose: a move they are sure of is not
+    recorded against a stored memory the LLM saw and answered Add for (it read no change),
+    and no call is added for it (still one reconciliation call per session)."""
+    llm = ScriptedLLM(
+        segment=['[{"start": 0, "end": 0}]', '[{"start": 0, "end": 0}]'],
+        extract=[json.dumps({"user": [{"summary": "I live in Leeds, near the park.",
+                                       "reference": [0]}]}),
+                 json.dumps({"user": [{"summary": "We moved from Leeds to York in May.",
+                                       "reference": [0]}]})],
+        reconcile=["N1: Add()"])
+    mem = _open(tmp_path, embedder, llm)
+    (leeds,) = mem.add_session([{"speaker": "user", "text": "I live in Leeds, near the park."}],
+                               user_id="u", session_id="s1", started_at=datetime(2023, 5, 8))
+    mem.add_session([{"speaker": "user", "text": "We moved from Leeds to York in May."}],
+                    user_id="u", session_id="s2", started_at=datetime(2023, 6, 1))
+    assert [c.task for c in llm.calls].count("reconcile") == 1
+    assert "judge_changes" not in [c.task for c in llm.calls]
+    assert mem.get(leeds.id, user_id="u").current
+    without_llm = ReflectiveMemory.open(str(tmp_path / "rules.sqlite"), embedder=embedder)
+    (leeds,) = without_llm.add("I live in Leeds, near the park.", user_id="u",
+                               occurred_at="2023-05-08")
+    without_llm.add("We moved from Leeds to York in May.", user_id="u", occurred_at="2023-06-01")
+    assert not without_llm.get(leeds.id, user_id="u").current  # the rules alone: a move
+    without_llm.close()
+    mem.close()
