@@ -212,14 +212,14 @@ _I = regex.compile(r"I(?:['’](?:m|ve|d|ll))?$")
 _GROUNDED = regex.compile(r"\s*\((?:the (?:week|weekend) of )?[^()]*\d{4}\)")
 """The date grounding added after a relative time: no name the person said."""
 _ENDS = regex.compile(
-    r"\b(?:without|no more|not (?:[\w']+ ){0,3}any ?more|n't (?:[\w']+ ){0,3}any ?more|"
+    r"\b(?:without|no more|not (?:[\w']+ ){0,3}any ?more|\w+n't (?:[\w']+ ){0,3}any ?more|"
     r"no longer|gone|sold|cancel+ed|quit|stopped(?! by)|"
     r"ended(?! up)|broke up|split up|passed away|died|put (?:[\w']+ ){0,4}?down|buried|lost|"
     r"gave (?:\w+ )?up|refund\w*|money back|the end of|called (?:it )?off|called it quits|"
     r"divorc\w*|moved out|(?:moved|switched|changed|relocated) (?:[\w']+ ){0,4}?from|"
     r"(?:moved|switched|got) off|retired|"
     r"left (?:the|my|our|his|her) (?:job|company|firm|band|team|club|city|country|school|"
-    r"uni|university|church|gym|group)|"
+    r"uni|university|church|gym|group|[\w-]+(?=,| and | for | to |\s*$))|"
     r"handed in|traded (?:in|away)|got rid of|gave (?:\w+ ){0,3}away|donated|dropped out|"
     r"last day|deleted|shut down|said goodbye|goodbye to|tapered off|replaced|"
     r"ohne|nicht mehr|kein\w* mehr|verkauft|gekündigt|gestorben|vorbei|Schluss gemacht|"

@@ -104,9 +104,10 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
             if change.kind == "conflicts":
                 out.append(change)
                 continue
-            sure = evidence(old.text, memory.text, value=_values_of(parsed[old.id]),
+            sure = evidence(old.text, memory.text, value=_values_of(parsed[old.id]) or None,
                             replaced=_replaced(parsed[memory.id], parsed[old.id]),
-                            cued=any(n.cue for n in parsed[memory.id]), others=assistants)
+                            cued=any(not n.hypothetical and says_changed(n.text)
+                                     for n in parsed[memory.id]), others=assistants)
             if "sure" not in checks or sure.sure or unsure:
                 ends.append(replace(change, confidence=sure.confidence))
         # a statement that seems to end many facts at once is about none of them in
