@@ -94,7 +94,7 @@ class UserIndex:
         self._sample = None
         self.decoded: dict[str, Memory] = {}
         """Memories a search read at this snapshot's generation, by id, for the next to
-        reuse (at most `read.search.DECODED_MOST`): a change to any memory, its validity
+        reuse (at most `read.pool.DECODED_MOST`): a change to any memory, its validity
         too, makes a new snapshot."""
 
     def __len__(self) -> int:

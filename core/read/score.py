@@ -12,12 +12,14 @@ threshold (`search(min_score=...)`) cuts the tail of the list.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..language.tokens import tokenize
 from ..models.cosines import IDENTITY, CosineScale
 from ..types import MemoryHit
+from .index import QUESTION_WORDS
 from .ranked import capped
 
 
@@ -58,3 +60,17 @@ def scores(hits: Sequence[MemoryHit], relevance_of: Mapping[str, float],
     `min_score` (non-increasing: what is kept is a prefix)."""
     out = capped(relevance_of[h.memory.id] for h in hits)
     return out if min_score is None else [s for s in out if s >= min_score]
+
+
+def relevance_by_id(hits: Sequence[MemoryHit], query: str, close: Mapping[str, float],
+                    stemmer: Callable | None) -> dict[str, float]:
+    """Each hit's relevance, by id, from its candidate's best cosine to the query (`close`;
+    a linked hit, A-MEM, is no candidate: its score is its cosine) and the query's words it
+    says. It depends on the hit alone, so the hits shown are scored first and the other
+    candidates only when read (which then needs no vector: a kept result holds none of the
+    index's)."""
+    terms = tokenize([query, *(h.memory.text for h in hits)], stemmer, QUESTION_WORDS)
+    asked = terms[0]
+    return {h.memory.id: max(close[h.memory.id] if h.memory.id in close
+                             else float(np.clip(h.score, 0, 1)), coverage(asked, said))
+            for h, said in zip(hits, terms[1:])}
