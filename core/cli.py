@@ -30,6 +30,8 @@ BENCHES = {
     "endings": ("rmm_core.bench.endings", "every change recorded on write in real "
                 "conversations, listed to be read"),
     "excerpts": ("rmm_core.bench.excerpts", "answer words search's excerpts keep, against cuts"),
+    "scores": ("rmm_core.bench.scores", "what a min_score threshold keeps: gold hits, other "
+               "hits, hits of questions asked elsewhere, against the replaced score"),
     "paired": ("rmm_core.bench.paired", "ingest and search time of a setting against the "
                "defaults, in turn in one process"),
     "mcp": ("rmm_core.bench.mcp_speed", "search latency through `rmm mcp` (stdio and HTTP) "

@@ -291,8 +291,9 @@ class ReflectiveMemory:
         holds already. `filters` keep memories whose metadata has each key with that value
         (a list: any of them); `agent_id`/`run_id` are filters on those keys.
 
-        A hit's `score` is its relevance in [0, 1] capped by the scores above it (see
-        `rmm_core.read.score`); `rank` its place, from 1.
+        A hit's `score`, in [0, 1], is its relevance capped by the relevance of the hits
+        above it, times what its place leaves of it (see `rmm_core.read.score`); `rank` its
+        place, from 1.
 
         `follow_links` (A-MEM, needs `notes.enabled=True`) puts each hit's linked memories right
         after it, within the same `k`. `explore` samples the kept `k` (Gumbel noise, softmax

@@ -1,7 +1,7 @@
 """Why a search returned what it returned: each candidate's retrieval signals, what the
 reranker made of them, which read steps after the rerank moved it (a named time, the
-latest value, a successor, gathering), the final order and where a word budget cuts the
-hits.
+latest value, a successor, gathering), the final order, each hit's score in parts (its
+root is `hit.score`) and where a word budget cuts the hits.
 
 Computed only for `search(..., explain=True)`, after the search, from what it kept (the
 candidates, the reranker's `Ranking`) plus one more pass of the index's fusion for the
@@ -22,6 +22,7 @@ from ..text import count_words
 from ..types import MemoryHit, SearchResult
 from .fusion import FusionWeights, Scale, scaled
 from .provisional import PREFIX
+from .score import PLACE, Score, place_discount
 
 if TYPE_CHECKING:
     from .cache import IndexCache
@@ -31,6 +32,20 @@ DEFAULT_BUDGET = 1000
 
 RETRIEVAL_PARTS = ("bm25", "dense", "turn", "neighbours", "assistant")
 """The parts a candidate's fused retrieval score is the sum of."""
+
+
+@dataclass(slots=True)
+class Part:
+    """One node of a score's explanation, as Lucene's `Explanation`: a value, what it is,
+    and the parts it is made of."""
+
+    value: float
+    description: str
+    parts: list[Part] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "description": self.description,
+                "parts": [p.as_dict() for p in self.parts]}
 
 
 @dataclass(slots=True)
@@ -56,6 +71,7 @@ class Row:
     final_rank: int | None
     """Its place in the returned hits, from 1 (None: not returned)."""
     relevance: float
+    """Its own relevance to the query (`rmm_core.read.score`): a candidate's score."""
     words: int
     provisional: bool
     moved: list[tuple[str, int | None, int | None]] = field(default_factory=list)
@@ -63,6 +79,8 @@ class Row:
     after), None where it was not among the hits."""
     current: bool = True
     """The hit's (or candidate's) `current`: whether what it says still holds."""
+    score: Part | None = None
+    """A returned hit's score in parts; its value is the hit's `score` (None: not returned)."""
 
 
 @dataclass(slots=True)
@@ -98,18 +116,20 @@ class Explanation:
         """JSON-ready form (the CLI's `--json`)."""
         return {"query": self.query, "reranker": self.reranker, "weights": self.weights,
                 "budget": self.budget, "cut": self.cut(), "timings_ms": self.timings,
-                "rows": [{f: getattr(r, f) for f in Row.__slots__} for r in self.rows]}
+                "rows": [{f: getattr(r, f) if f != "score" or r.score is None
+                          else r.score.as_dict() for f in Row.__slots__} for r in self.rows]}
 
 
 def explain(result: SearchResult, *, indexes: IndexCache | None, weights: FusionWeights,
             reranker: Any, query_vec: np.ndarray, vectors: Sequence[np.ndarray],
             wanted: Mapping[str, Any], top: int, budget: int = DEFAULT_BUDGET,
-            steps: Sequence[tuple[str, list[str]]] = (),
+            steps: Sequence[tuple[str, list[str]]] = (), scores: Sequence[Score] = (),
             timings: Mapping[str, float] | None = None) -> Explanation:
     """The explanation of a finished search. `vectors` are its candidates' vector rows in
     candidate order, `wanted`/`top` the metadata filter and depth it searched the index
     with, `indexes` None when it searched inside the database (no index scale), `steps`
-    the hits' memory ids after the rerank and after each read step that changed them."""
+    the hits' memory ids after the rerank and after each read step that changed them,
+    `scores` the hits' scores in parts, in hit order."""
     candidates = result.candidates
     ranking = result.state.get("ranking")
     dense, turn = _cosines(query_vec, vectors)
@@ -132,9 +152,13 @@ def explain(result: SearchResult, *, indexes: IndexCache | None, weights: Fusion
             words=count_words(c.text), provisional=mid.startswith(PREFIX)
             or bool(c.memory.attrs.get("provisional")), current=c.current))
     extra = [h for h in result.hits if h.memory.id not in {c.memory.id for c in candidates}]
-    rows += [_linked(h) for h in extra]  # A-MEM links: returned without being candidates
+    score_of = {h.memory.id: s for h, s in zip(result.hits, scores)}
+    rows += [_linked(h, score_of[h.memory.id].relevance if h.memory.id in score_of else h.score)
+             for h in extra]  # A-MEM links: returned without being candidates
     for row in rows:
         row.moved = _moves(row.memory_id, steps)
+        if row.memory_id in score_of:
+            row.score = score_parts(score_of[row.memory_id], row)
     big = len(rows) + 1
     rows.sort(key=lambda r: (r.final_rank if r.final_rank is not None else big,
                              r.rerank_rank if r.rerank_rank is not None else big))
@@ -254,10 +278,39 @@ def _moves(memory_id: str, steps: Sequence[tuple[str, list[str]]]
             if before != after]
 
 
-def _linked(hit: MemoryHit) -> Row:
+def _linked(hit: MemoryHit, relevance: float) -> Row:
     return Row(hit.memory.id, hit.text, 0, {"bm25": None, "dense": None, "turn": None,
                                             "fused": None}, {}, {}, None, None, hit.rank,
-               hit.score, count_words(hit.text), False, current=hit.current)
+               relevance, count_words(hit.text), False, current=hit.current)
+
+
+def score_parts(score: Score, row: Row) -> Part:
+    """A hit's score as a tree whose root is its value: its match (the smaller of its
+    relevance and the relevance of the hit above that capped it) times what its place leaves
+    of it (the reranker's place, then each read step's move, where they lead to its place)."""
+    match = [Part(score.relevance, "relevance")]
+    if score.capped_by is not None:
+        match.append(Part(score.match, f"capped by hit {score.capped_by}"))
+    return Part(score.value, f"score: match x place (1 - {PLACE} x (1 - 1/place))",
+                [Part(score.match, "match", match),
+                 Part(score.discount, f"place {score.place}", _place_steps(row, score.place))])
+
+
+def _place_steps(row: Row, place: int) -> list[Part]:
+    """The reranker's place and each read step's move, as factors of the place's discount,
+    when they lead from the one to `place` (none for a hit past the reranked window, or
+    one the read steps left where the reranker put it)."""
+    if row.rerank_rank is None:
+        return []
+    parts = [Part(place_discount(row.rerank_rank), f"the reranker's place {row.rerank_rank}")]
+    at = row.rerank_rank
+    for step, before, after in row.moved:
+        if before != at or after is None:
+            return []
+        parts.append(Part(place_discount(after) / place_discount(before),
+                          f"{step} {before}→{after}"))
+        at = after
+    return parts if at == place and len(parts) > 1 else []
 
 
 def format_explanation(explanation: Explanation, *, width: int = 60) -> str:
@@ -272,7 +325,7 @@ def format_explanation(explanation: Explanation, *, width: int = 60) -> str:
                                        in explanation.timings.items()))]
                if explanation.timings else []),
              f"{'final':>5} {'rerank':>6} {'retr':>4} {'bm25':>6} {'dense':>6} {'turn':>6} "
-             f"{'fused':>6} {'rerank':>7} {'words':>5}  text"]
+             f"{'fused':>6} {'rerank':>7} {'score':>6} {'words':>5}  text"]
     cut = explanation.cut()
     for row in explanation.rows:
         if row.final_rank == cut + 1 and cut < len(explanation.hits):
@@ -284,14 +337,26 @@ def format_explanation(explanation: Explanation, *, width: int = 60) -> str:
             f"{_place(row.final_rank):>5} {_place(row.rerank_rank):>6} "
             f"{_place(row.retrieval_rank or None):>4} "
             f"{num(s['bm25']):>6} {num(s['dense']):>6} {num(s['turn']):>6} {num(s['fused']):>6} "
-            f"{num(row.rerank_score):>7} {row.words:>5}  {text}")
+            f"{num(row.rerank_score):>7} {num(row.score.value if row.score else None):>6} "
+            f"{row.words:>5}  {text}")
         top = sorted(((v, k) for k, v in row.rerank.items() if k != "retrieval_z" and v),
                      key=lambda item: -abs(item[0]))[:3]
         if row.final_rank is not None and top:
             lines.append("       reranker: " + ", ".join(f"{k} {v:+.2f}" for v, k in top))
         if row.moved:
             lines.append("       moved: " + moves_text(row.moved))
+        if row.score is not None:
+            lines.append("       score: " + score_text(row.score))
     return "\n".join(lines)
+
+
+def score_text(score: Part) -> str:
+    """`0.305 = match 0.401 (relevance 0.432, capped by hit 2 0.401) x place 3 0.800 (...)`."""
+    def part(p: Part) -> str:
+        inner = f" ({', '.join(part(c) for c in p.parts)})" if p.parts else ""
+        return f"{p.description} {p.value:.3f}{inner}"
+
+    return f"{score.value:.3f} = " + " x ".join(part(p) for p in score.parts)
 
 
 def moves_text(moved: Sequence[tuple[str, int | None, int | None]]) -> str:

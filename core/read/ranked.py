@@ -2,9 +2,10 @@
 
 A search ranks one window of candidates whose size does not depend on the call
 (`search.candidates`): the reranker orders it and the read steps arrange it; deeper
-candidates follow in retrieval order. Each hit's score is its relevance capped by the
-scores above it, so scores never rise down the list. `min_score`, `k` and `max_words` then
-cut that list, each keeping a prefix: `search(k=a)` is the head of `search(k=b)`.
+candidates follow in retrieval order. Each hit's score is its match lowered by its place
+(`rmm_core.read.score`), so scores never rise down the list. `min_score`, `k` and
+`max_words` then cut that list, each keeping a prefix: `search(k=a)` is the head of
+`search(k=b)`.
 """
 
 from __future__ import annotations
@@ -19,14 +20,6 @@ CONTEXT_WORDS = 1000
 tokens, small beside any current model's window, and the budget the headline figures
 (Rtok@1000) are measured at. A budget rather than a count, because hits range from one
 line to a whole passage: five long ones can cost ten times five short ones."""
-
-def capped(relevance: Iterable[float]) -> list[float]:
-    """Each score at most every score before it (the list's own order is the ranking)."""
-    out: list[float] = []
-    for value in relevance:
-        out.append(min(value, out[-1]) if out else value)
-    return out
-
 
 def fitting(sizes: Iterable[int], budget: int | None) -> tuple[int, int]:
     """(items, words) of the leading items whose sizes in words fit in `budget`, strictly:

@@ -31,7 +31,7 @@ from .listed import Lister, longer, window_for
 from .pool import CandidateSource
 from .provisional import OpenTurns
 from .ranked import depth_for, within
-from .score import relevance_by_id, relevances, scores
+from .score import relevance_by_id, relevances, scored
 
 if TYPE_CHECKING:
     from ..learn.rerank import LearnedReranker
@@ -99,11 +99,11 @@ class Searcher:
             query_vec, [rows[c.memory.id] for c in candidates],
             cosine_scale(self.embedder)).tolist()))
         stemmer = self.indexes.stemmer
-        kept = scores(hits, relevance_by_id(hits, query, close, stemmer), min_score)
+        kept = scored(hits, relevance_by_id(hits, query, close, stemmer), min_score)
         own = _Copies()
-        result.hits = hits = [replace(h, memory=own(h.memory), rank=n, score=s,
+        result.hits = hits = [replace(h, memory=own(h.memory), rank=s.place, score=s.value,
                                       current=still_holds(h, as_of))
-                              for n, (h, s) in enumerate(zip(hits, kept), 1)]
+                              for h, s in zip(hits, kept)]
         laps.lap("scores")
         if ranking is not None:  # the reranker's own picks among what was shown
             ranking.kept = min(len(hits), len(listed.head), ranking.kept)
@@ -123,7 +123,7 @@ class Searcher:
                 result, indexes=None if self.database.wanted(user_id) else self.indexes,
                 weights=self.weights, reranker=self.reranker, query_vec=query_vec,
                 vectors=[rows[c.memory.id] for c in candidates], wanted=wanted, top=depth,
-                steps=listed.steps.orders, timings=laps.ms())
+                steps=listed.steps.orders, scores=kept, timings=laps.ms())
         return result
 
     def similar(self, user_id: str, text: str, vector: np.ndarray,

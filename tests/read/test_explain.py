@@ -5,12 +5,14 @@ no explanation. `rmm search --explain` prints it."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from rmm_core.cli import main
 from rmm_core.ops.sessions_file import read_sessions, sample_path
 from rmm_core.read.explain import format_explanation
+from rmm_core.read.score import place_discount
 
 QUERY = "where do I live now?"
 
@@ -36,6 +38,29 @@ def test_parts_add_up_to_what_the_search_ranked_by(sample):
         assert row.signals["bm25"] >= 0
     assert set(e.weights) == set(e.rows[0].rerank) - {"retrieval_z"}
     assert mem.search(QUERY, user_id="maya", k=4).explanation is None
+
+
+def test_each_hits_score_is_the_root_of_its_parts(sample):
+    mem = sample()
+    result = mem.search("What shifts does Maya work?", user_id="maya", k=9, explain=True)
+    e = result.explanation
+    assert [r.score.value for r in e.hits] == [h.score for h in result.hits]
+    assert all(r.score is None for r in e.rows if r.final_rank is None)
+    steps = 0
+    for row in e.hits:
+        match, place = row.score.parts
+        assert match.value * place.value == pytest.approx(row.score.value, rel=1e-12)
+        assert match.parts[0].value == row.relevance >= match.value
+        assert place.value == place_discount(row.final_rank)
+        if place.parts:  # the reranker's place, then each read step's move
+            assert math.prod(p.value for p in place.parts) == pytest.approx(place.value)
+            assert [p.description for p in place.parts[1:]] == \
+                [f"{name} {before}→{after}" for name, before, after in row.moved]
+            steps += 1
+    assert steps  # this query's hits are moved by the read steps
+    rows = e.as_dict()["rows"]
+    assert rows[0]["score"]["value"] == result.hits[0].score
+    assert "score: " in format_explanation(e)
 
 
 def test_signal_scale_is_the_one_the_fusion_used(sample):
