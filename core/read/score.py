@@ -7,7 +7,7 @@ one ranking. A hit's score is absolute instead, the product of two parts (`Score
 - its match: its relevance, the larger of the best cosine similarity between the query's
   vector and the memory's vectors (its own and its turns', below zero read as zero) and the
   share of the query's words the memory says, at half weight (`coverage`: what an embedder
-  that knows nothing of meaning still leaves), capped by the matches of the hits above it;
+  that knows nothing of meaning still leaves), capped by the relevance of the hits above it;
 - its place: the n-th hit keeps `place_discount(n)` = 1 - PLACE * (1 - 1/n) of its match
   (1, 0.85, 0.8, 0.775, 0.76 for the first five, never below 0.7). The list's order is the
   ranker's verdict, the best sign of which hit holds what the question needs; the place
@@ -51,7 +51,7 @@ class Score:
     relevance: float
     """The hit's own relevance (`relevance_by_id`)."""
     match: float
-    """Its relevance capped by the matches of the hits above it."""
+    """Its relevance capped by the relevance of each hit above it."""
     capped_by: int | None
     """The place of the hit above whose relevance capped it (None: not capped)."""
     place: int

@@ -64,7 +64,7 @@ def test_similarity_and_learned_scores_of_given_texts(searcher):
 def test_candidates_are_scored_on_the_hits_scale_with_their_retrieval_score_apart(searcher):
     result = search(searcher, "Where does Tomas live?")
     by_id = {c.memory.id: c for c in result.candidates}
-    for hit in result:  # one scale: a hit's score is its relevance capped by those above
+    for hit in result:  # one scale: a hit's score is at most its relevance (match x place)
         assert hit.score <= by_id[hit.memory.id].score
         assert hit.retrieval is None
     assert result[0].score == by_id[result[0].memory.id].score
