@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from ..errors import FeedbackError, InvalidInputError, NotFoundError, RMMError
 from ..hosts import LOOPBACK_NAMES, Hosts
 from ..memory import ReflectiveMemory
-from ..read.explain import DEFAULT_BUDGET
+from ..read.explain import DEFAULT_BUDGET, moves_text, score_text
 from ..types import SearchResult, check_id
 from . import plots, views
 from .guard import Guard
@@ -51,6 +51,7 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.globals["link"] = lambda path, **params: path + ("?" + urlencode(
         {k: v for k, v in params.items() if v not in (None, "")}) if params else "")
+    env.globals.update(moves_text=moves_text, score_text=score_text)  # as `--explain` says
     form_token = secrets.token_urlsafe(24)
     results: OrderedDict[str, SearchResult] = OrderedDict()
     """Results that can still take feedback (write mode), by id; pages run in threads."""
@@ -124,7 +125,7 @@ def build_app(memory: ReflectiveMemory, *, write: bool = False, token: str | Non
             parts, centring = views.breakdown(explanation.rows)
             context.update(result=result, e=explanation, cut=explanation.cut(),
                            centring=centring, chart=plots.stacked_bars(
-                               parts, title="score breakdown of the hits"))
+                               parts, title="reranker score breakdown of the hits"))
         return page("search.html", request, **context)
 
     def learning_page(request: Request) -> Response:

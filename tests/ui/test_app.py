@@ -174,6 +174,27 @@ def test_search_page_explains(memory):
     assert c.get("/search", params={"u": "maya", "q": "x", "k": 0}).status_code == 400
 
 
+def test_search_table_numbers_from_one_and_shows_the_apis_scores(memory):
+    """The reported case: the table's places started at 2 and its one number column was the
+    relevance, not the score `search` returns."""
+    query = "What shifts does Maya work?"
+    page = client(memory).get("/search", params={"u": "maya", "q": query, "k": 5}).text
+    hits = memory.search(query, user_id="maya", k=5).hits
+    rows = re.findall(r'<tr class="hit returned[^"]*">\s*<td class="num">(\d+)</td>\s*'
+                      r'<td class="num">(\d+|—)</td>\s*<td class="num">(\d+|link)</td>'
+                      r'.*?<td class="num score">([\d.]+)</td>', page, re.S)
+    assert [int(r[0]) for r in rows] == [1, 2, 3, 4, 5]
+    assert [float(r[3]) for r in rows] == [round(h.score, 3) for h in hits]
+    assert sorted(int(r[1]) for r in rows if r[1] != "—")[0] == 1  # the reranker's first
+    assert min(int(r[2]) for r in rows if r[2] != "link") == 1  # retrieval's first
+    assert f"score: {hits[0].score:.3f} = match" in page
+    assert re.search(r"moved: [a-z ]+ \d+→\d+", page)  # places from 1, as --explain
+    two = sum(len(h.text.split()) for h in hits[:2])  # the line falls above the third hit
+    page = client(memory).get("/search", params={"u": "maya", "q": query, "budget": two}).text
+    assert "hold the first 2 of 5 hits" in page
+    assert re.findall(r'<tr class="hit returned cut">\s*<td class="num">(\d+)<', page) == ["3"]
+
+
 def test_read_only_refuses_every_write(memory):
     c = client(memory)
     m = memory.memories(user_id="maya")[0]

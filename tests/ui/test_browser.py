@@ -158,6 +158,12 @@ def test_search_provenance_feedback_in_a_browser(server, browser, tmp_path):
     held = int(re.search(r"300 words of context hold the first (\d) of 5", summary).group(1))
     assert held < 5
     assert len(browser.find_elements(By.CSS_SELECTOR, "tr.hit.cut")) == 1
+    places = [int(h.find_element(By.TAG_NAME, "td").text) for h in hits]
+    assert places == [1, 2, 3, 4, 5]  # as `--explain` and the chart's #1-#5 number them
+    cut = browser.find_element(By.CSS_SELECTOR, "tr.hit.cut td").text
+    assert int(cut) == held + 1  # the line falls above the first hit that does not fit
+    scores = [float(h.find_element(By.CSS_SELECTOR, "td.score").text) for h in hits]
+    assert scores == sorted(scores, reverse=True)  # the API's, never rising
     assert browser.find_element(By.CSS_SELECTOR, "#breakdown svg rect")
     shot(browser, tmp_path, "inspector")
 
