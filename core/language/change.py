@@ -31,7 +31,7 @@ import regex
 
 from .claims import topics_of
 from .languages import READ, language, stop_words_of
-from .stance import STEM, asks, ends_near, parties, speaks_of_self, stance, theirs, weighs
+from .stance import STEM, asks, ends_near, parties, role, speaks_of_self, stance, theirs, weighs
 from .tokens import terms
 
 _FLAGS = regex.IGNORECASE | regex.VERSION1
@@ -176,7 +176,7 @@ def _evidence(old: str, new: str, question: str, value: str | None, replaced: bo
     # doing IF?"), may be said to end; what goes on ("still doing the msc") is confirmed,
     # and what the fact said too ("cuarto sin ascensor") ends nothing new
     both = (_words(said_old, said) & words) | repeats
-    open_ = {w for w in both if w[:STEM] not in now.goes_on}
+    open_ = {w for w in both if w[:STEM] not in now.goes_on and not role(w)}
     ends = bool(open_) and (
         _ends(said_new, open_) and not _ends(said_old, open_) or
         any(_word(n) in open_ for n in now.negated))  # "no Iceland this year after all"
@@ -253,6 +253,13 @@ def _new_value(old: str, new: str, said: str | None, *, named_only: bool = False
     before, after = values(old), values(new)
     kinds = {k for k, _ in after - before} & {k for k, _ in before - after}
     return "contact" in kinds or bool(kinds) and says_changed(new)
+
+
+def replaces_value(old: str, new: str) -> bool:
+    """Whether `new` states a value in place of one `old` states, of a kind both state
+    (`values`: a contact, or a number, date or time beside words saying it changed), or a
+    name where old named others (`_new_value`)."""
+    return _new_value(old, new, language(f"{old} {new}"))
 
 
 def says_changed(text: str) -> bool:
@@ -373,11 +380,13 @@ _WEEKDAYS = (
     "segunda terça quarta quinta sexta sábado domingo").split()
 _VALUE = regex.compile(
     r"(?P<contact>[\w.+-]+@[\w-]+(?:\.[\w-]+)+|@\w{3,}|\+?\d[\d\s().-]{6,}\d)|"
-    r"(?P<time>\b\d{1,2}(?::\d\d|h\d\d)\b|\b\d{1,2}\s?(?:am|pm|a|p)\b)|"
+    r"(?P<time>\b\d{1,2}(?::\d\d|h\d\d)\b|\b\d{1,2}\s?(?:am|pm|a|p)\b|"
+    r"(?<=\b(?:at|um|à|a las|alle|às) )\d{1,2}\b(?![.,:]?\d|\s*(?:years?|yrs?|months?|"
+    r"days?|weeks?|%|Jahre\w*|ans|años|anni|anos)))|"
     r"(?P<day>\b(?:" + "|".join(w[:5] for w in _WEEKDAYS) + r")\w*)|"
     r"(?P<date>\b(?:" + "|".join(sorted(_MONTHS)) + r")\w*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b|"
     r"\b\d{1,2}(?:st|nd|rd|th|\.)?\s+(?:de\s+)?(?:" + "|".join(sorted(_MONTHS)) + r")\w*)|"
-    r"(?P<number>[$€£]?\d+(?:[.,\s]\d{3})*(?:[.,]\d+)?)(?:\s?(?P<unit>%|[^\W\d_]{1,12}))?",
+    r"(?P<number>(?<![\w.])[$€£]?\d+(?:[.,\s]\d{3})*(?:[.,]\d+)?)(?:\s?(?P<unit>%|[^\W\d_]{1,12}))?",
     _FLAGS)
 """Values of a kind any language writes alike: contacts (an email, a handle, a phone number),
 times of day, weekdays (in the six languages read) and numbers with the word after them. A
@@ -395,10 +404,9 @@ def values(text: str) -> frozenset[tuple[str, str]]:
         kind = found.lastgroup if found["number"] is None else "number"
         value = found[0].lower()
         if kind == "number":
-            unit = (found["unit"] or "").lower()
-            if not unit or unit in stop_words_of(None):
-                continue  # "2009", "6 of them": no unit says what it counts
-            kind, value = f"number {unit[:STEM]}", regex.sub(r"\D", "", found["number"])
+            number = regex.sub(r"\D", "", found["number"])
+            out.update((f"number {unit}", number) for unit in _units(found, text))
+            continue
         elif kind == "day":
             value = value[:5]
         elif kind == "date":
@@ -409,9 +417,14 @@ def values(text: str) -> frozenset[tuple[str, str]]:
     return frozenset(out)
 
 
-def replaces(old: str, new: str) -> bool:
-    """Whether `new` states a value of a kind `old` states a value of, and neither says the
-    other's: 75 inch for 42 inch, Tuesdays for Mondays, a new email for the old one."""
-    before, after = values(old), values(new)
-    kinds = {k for k, _ in before - after} & {k for k, _ in after - before}
-    return bool(kinds)
+def _units(found: regex.Match, text: str) -> list[str]:
+    """What a number counts: its currency ("$40,000"), the letters glued to it ("250ms"),
+    else the words after it that are no stop words, up to two ("2,000 newsletter
+    subscribers" counts subscribers too); none for a bare number ("2009", "6 of them")."""
+    if found["number"][0] in "$€£":
+        return [found["number"][0]]
+    if found["unit"] and not text[found.start("unit") - 1:found.start("unit")].isspace():
+        return [found["unit"].lower()[:STEM]]
+    stops = stop_words_of(None)
+    after = _LETTERS.findall(text[found.end("number"):found.end("number") + 40])[:2]
+    return [w.lower()[:STEM] for w in after if w.lower() not in stops]

@@ -377,5 +377,12 @@ _FAMILY_OF_STEM = {stem: names.pop() for stem, names in _STEMS.items() if len(na
 _STATES = frozenset(_stem(w) for w in STATES)
 
 
+def attribute_words(text: str) -> frozenset[str]:
+    """The words of `text` that name an attribute family ("live", "moved", "job", "diet"):
+    what a question names, as against the value it asks for."""
+    return frozenset(m.group().lower() for m in _WORD.finditer(text)
+                     if _family(m.group().lower()))
+
+
 def _family(low: str) -> str | None:
     return _FAMILY_OF.get(low) or _FAMILY_OF_STEM.get(_stem(low))

@@ -396,6 +396,15 @@ def weighs(sentence: str) -> bool:
     return _says(_WEIGHED, _without_hindsight(sentence)) or _ahead(sentence)
 
 
+def role(word: str) -> bool:
+    """Whether a word names someone by their role to the speaker ("mum", "Chefin", "voisin"):
+    whom a fact is about, never the value it states."""
+    return bool(_ROLE_WORD.fullmatch(word))
+
+
+_ROLE_WORD = regex.compile(_ROLE, _FLAGS)
+
+
 def asks(text: str) -> bool:
     """Whether a sentence or clause asks or requests rather than states."""
     return bool(_ASKS.search(text))

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..language.change import evidence, says_changed
-from ..language.claims import SINGLE_VALUED, Claim, Value, claims
+from ..language.change import evidence, replaces_value, says_changed
+from ..language.claims import SINGLE_VALUED, Claim, Value, attribute_words, claims
 from ..language.stance import Stance, stance, theirs
 from ..storage.base import Store
 from ..types import FactChange, Memory, as_utc
@@ -104,8 +104,8 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
             if change.kind == "conflicts":
                 out.append(change)
                 continue
-            sure = evidence(old.text, memory.text, value=_values_of(parsed[old.id]) or None,
-                            replaced=_replaced(parsed[memory.id], parsed[old.id]),
+            sure = evidence(old.text, memory.text, question=_attributes(old, memory),
+                            replaced=_replaced(parsed[memory.id], old),
                             cued=any(not n.hypothetical and says_changed(n.text)
                                      for n in parsed[memory.id]), others=assistants)
             if "sure" not in checks or sure.sure or unsure:
@@ -133,19 +133,19 @@ def _sentence_around(text: str, part: str) -> str:
 _SPEAKER = re.compile(r"^[^\s:][^:\n]{0,40}:\s+")
 
 
-def _values_of(old_claims: Sequence[Claim]) -> str:
-    """The words of the values an earlier memory's claims state ("golf", "leeds", "10000"
-    without its unit): what a later memory naming them again goes on about."""
-    return " ".join(v.text.split(" ")[0] if v.kind == "number" else v.text
-                    for c in old_claims for v in c.values)
+def _attributes(old: Memory, new: Memory) -> str:
+    """The attribute words both memories say ("live", "work", "scheduled"): what a
+    question about the fact would name, as against its value ("austin" said again)."""
+    return " ".join(attribute_words(old.text) | attribute_words(new.text))
 
 
-def _replaced(new_claims: Sequence[Claim], old_claims: Sequence[Claim]) -> bool:
+def _replaced(new_claims: Sequence[Claim], old: Memory) -> bool:
     """Whether a claim that says a value changed (`change.says_changed`: "raised",
     "rescheduled to", "now"; not any cue word, "felt very grown up") states one of the same
-    kind in place of one of the earlier claims' ("raised my quota to 50,000 requests")."""
-    return any(not n.hypothetical and says_changed(n.text) and _new_value(n, o)
-               for n in new_claims for o in old_claims)
+    kind in place of one the earlier memory states (`change.replaces_value`: "raised my
+    quota to 50,000 requests"; not "moved the payment to the 1st" where no date was said)."""
+    return any(not n.hypothetical and says_changed(n.text) and replaces_value(old.text, n.text)
+               for n in new_claims)
 
 
 def _whose(new: Stance, old: Stance, checks: frozenset[str]) -> bool:
