@@ -171,7 +171,7 @@ def _evidence(old: str, new: str, question: str, value: str | None, replaced: bo
          else now.own) and \
         not ONE_OFF.search(said_new) and \
         not any(OFFER.search(s) or weighs(s)
-                for s in _about(said_new, repeats | asked, said))
+                for s in _about(said_new, repeats | asked, said, short=3))
     # the thing both name, the question's words too ("gave up on IF" for "am I still
     # doing IF?"), may be said to end; what goes on ("still doing the msc") is confirmed,
     # and what the fact said too ("cuarto sin ascensor") ends nothing new
