@@ -111,8 +111,10 @@ def find_changes(new: Sequence[Memory], earlier: Sequence[Memory], *,
             if "sure" not in checks or sure.sure or unsure:
                 ends.append(replace(change, confidence=sure.confidence))
         # a statement that seems to end many facts at once is about none of them in
-        # particular ("I'm loving the new job!"): it ends the `MOST_ENDED` surest
-        ends.sort(key=lambda c: -c.confidence)
+        # particular ("I'm loving the new job!"): it ends the `MOST_ENDED` surest, and of
+        # those as sure, the earliest: where the fact was first said, not a later mention
+        said = {m.id: _moment(m) for m in before}
+        ends.sort(key=lambda c: (-c.confidence, said[c.old_id]))
         out += ends[:MOST_ENDED]
         taken.update(c.old_id for c in ends[:MOST_ENDED])
     return out
