@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from rmm_core.language.change import SURE, evidence, values
+from rmm_core.language.change import SURE, evidence
 from rmm_core.language.languages import language, reads
+from rmm_core.language.values import values
 
 EN = {"en"}  # the packaged MiniLM reads English meaning
 
