@@ -188,6 +188,7 @@ def composition(cases: Sequence[Case]) -> dict[str, Any]:
     return {"cases": len(cases), "changes": len(changes),
             "non_changes": len(cases) - len(changes),
             "kinds": _count(c.kind for c in cases), "langs": _count(c.lang for c in cases),
+            "families": _count(c.family for c in cases),
             "non_change_kinds": _count(c.non_change for c in cases if c.non_change),
             "implicit_share": sum(c.implicit for c in changes) / max(1, len(changes)),
             "non_english_share": sum(c.lang != "en" for c in cases) / max(1, len(cases)),
@@ -306,6 +307,8 @@ def evaluate(cases: Sequence[Case], embedder: Any, settings: dict[str, Any] | No
                       for k in composition(cases)["kinds"]},
             "langs": {k: tally(rows, [i for i, c in enumerate(cases) if c.lang == k])
                       for k in composition(cases)["langs"]},
+            "families": {k: tally(rows, [i for i, c in enumerate(cases) if c.family == k])
+                         for k in composition(cases)["families"]},
             **({"llm": usage(meter, clock, llm)} if meter and clock else {}),
             "outcomes": rows}
 
@@ -351,13 +354,13 @@ def tally(rows: Sequence[dict[str, Any]], indexes: Sequence[int]) -> dict[str, A
 
 
 def table(figures: dict[str, Any]) -> list[list[str]]:
-    """The figures as rows (header first): each group, kind and language."""
+    """The figures as rows (header first): each group, family, kind and language."""
     def cell(row: dict[str, Any], figure: str) -> str:
         value = row[figure]
         return "–" if value is None else f"{value:.0f} ({row[f'n_{figure}']})"
 
     rows = [["cases", "n", *HEADERS]]
-    for section in ("groups", "kinds", "langs"):
+    for section in ("groups", "families", "kinds", "langs"):
         for name, row in figures[section].items():
             rows.append([name, str(row["n"]), *(cell(row, f) for f in FIGURES)])
     return rows
