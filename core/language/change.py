@@ -11,7 +11,7 @@ change (mark it, note it, move its successor first) only when it is `SURE`:
 - **stated**: the later one states the present of the person asked about (the speaker,
   or "my sister" when the question asks about her), not a question, a plan, an offer, a
   wish, a stay away, a one-off exception ("just this week") or someone else's news
-  (`stance`);
+  (`stance`); a long message is read in its sentences that name the fact (`_stated`);
 - **repeats**: the words of the earlier statement's own that the later one says again ("the
   golf" after "I drive a blue Golf"). A later statement that names the fact's value is about
   it going on, unless it says that value ended ("sold the golf") — a mention is no version;
@@ -163,29 +163,57 @@ def _evidence(old: str, new: str, question: str, value: str | None, replaced: bo
     whom = parties(question) or (before.parties if not before.own else frozenset())
     # of someone asked about ("my boss"), a statement that names them as the earlier one
     # did ("Herr Becker ist gewechselt") speaks of them too
+    part = _stated(said_new, repeats | asked, said)
     stated = now.states and now.present and not theirs(now, before) and \
         (before.states or not said_old.strip()) and \
         (bool(now.parties & whom or before.parties & whom and repeats) if whom
-         else now.own) and \
-        not ONE_OFF.search(said_new) and \
-        not any(OFFER.search(s) or weighs(s)
-                for s in _about(said_new, repeats | asked, said, short=3))
+         else now.own) and bool(part)
+    if part and part != said_new:  # of a long message, the sentences that state the fact
+        words, now = _words(part, said), stance(part, others=tuple(others))
+        repeats &= words
     # the thing both name, the question's words too ("gave up on IF" for "am I still
     # doing IF?"), may be said to end; what goes on ("still doing the msc") is confirmed,
     # and what the fact said too ("cuarto sin ascensor") ends nothing new
     both = (_words(said_old, said) & words) | repeats
     open_ = {w for w in both if w[:STEM] not in now.goes_on and not role(w)}
     ends = bool(open_) and (
-        _ends(said_new, open_) and not _ends(said_old, open_) or
+        _ends(part or said_new, open_) and not _ends(said_old, open_) or
         any(_word(n) in open_ for n in now.negated))  # "no Iceland this year after all"
     tied = (meaning is None or said in meaning or not question or bool(asked & words) or
             _roots(question, said) & _roots(said_new, said) or speaks_of_self(said_new)) \
         and not _elsewhere(question, said_new)
-    about = " ".join(_about(said_new, repeats | asked, said, short=3))
+    about = " ".join(_about(part or said_new, repeats | asked, said, short=_FEW))
     replaces = replaced or bool(repeats) and _new_value(said_old, about, said)
     fresh = replaces or cued or _new_value(said_old, about, said, named_only=True) or \
         says_changed(about) or bool(_FIRST.search(about) or _SINCE.search(about))
     return Evidence(said in READ, stated, frozenset(repeats), ends, tied, replaces, fresh)
+
+
+_FEW = 3
+"""Sentences of a message that speaks of one matter."""
+
+
+def _stated(text: str, words: Collection[str], said: str | None) -> str:
+    """What of `text` states something of `words` rather than leaving it open or passing (a
+    one-off, an offer, a choice weighed, a time ahead); "" when nothing does. A message of a
+    few sentences speaks of one matter ("Got an offer from Lisbon. Thinking of taking it."),
+    so it states all or nothing; a longer one speaks of many, so its sentences that name
+    `words` each speak for themselves ("moved the meeting to 30 March, it makes no sense
+    without them" states the move; a trip planned in another sentence leaves it be)."""
+    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+    if len(sentences) <= _FEW:
+        passing = ONE_OFF.search(text) or any(OFFER.search(s) or weighs(s) for s in sentences)
+        return "" if passing else text
+    naming = [s for s in sentences if _words(s, said) & set(words)] or sentences[:1]
+    return " ".join(s for s in naming if not _passing(s, words, said))
+
+
+def _passing(sentence: str, words: Collection[str], said: str | None) -> bool:
+    """Whether a sentence leaves open or passing what its clauses that name `words` say:
+    each of them is an offer or weighed, or the sentence tells a one-off."""
+    clauses = [c for c in _PARTS.split(sentence) if _words(c, said) & set(words)]
+    return bool(ONE_OFF.search(sentence)) or all(
+        OFFER.search(c) or weighs(c) for c in clauses or [sentence])
 
 
 def _ends(text: str, words: Collection[str]) -> bool:
@@ -249,8 +277,15 @@ def _new_value(old: str, new: str, said: str | None, *, named_only: bool = False
     if named_only:
         return False
     before, after = values(old), values(new)
-    kinds = {k for k, _ in after - before} & {k for k, _ in before - after}
+    gone = before if _FROM_TO.search(new) else before - after
+    kinds = {k for k, _ in after - before} & {k for k, _ in gone}
     return "contact" in kinds or bool(kinds) and says_changed(new)
+
+
+_FROM_TO = regex.compile(
+    r"\b(?:from|von|de|da|van)\s+(?:[^\s,.;]+\s+){1,3}?(?:to|auf|à|a|al|au|para|naar)\s", _FLAGS)
+"""A value said as where a change came from ("upped it from £400 to £650", "von 100 auf 250",
+"de 300 a 350"): the earlier value, said again, holds no more."""
 
 
 def replaces_value(old: str, new: str) -> bool:

@@ -411,9 +411,10 @@ def asks(text: str) -> bool:
 
 
 def ends_near(clause: str, near: Callable[[str], bool], reach: int = 3) -> bool:
-    """Whether `clause` says something ended of a word `near` accepts: one of `_ENDS` in the
-    clause, or, for a word that as often says something else (`_WEAK_ENDS`: "we lost 2-1"),
-    one within `reach` words of it."""
+    """Whether `clause` says something ended of a word `near` accepts: one of `_ENDS` within
+    `_FAR` words of it, or, for a word that as often says something else (`_WEAK_ENDS`: "we
+    lost 2-1"), within `reach` words; "without" and its kin (`_BEFORE`) end only what
+    follows them ("the lab was without power" ends the power, not the lab)."""
     words = [(m.start(), m.group()) for m in _WORD.finditer(clause)]
     named = [i for i, (_, w) in enumerate(words) if any(map(near, terms(w)))]
     if not named:
@@ -421,14 +422,34 @@ def ends_near(clause: str, near: Callable[[str], bool], reach: int = 3) -> bool:
     for found in _ENDS.finditer(clause):
         if found[0].isupper() and len(found[0]) > 1:
             continue  # capitals name something: "IF" is intermittent fasting
-        if not _WEAK_ENDS.match(found[0]):
-            return True
+        if _MEANT.search(clause, 0, found.start()) or _GONE_AS.match(clause, found.start()):
+            continue
         at = sum(1 for start, _ in words if start < found.start())
-        if any(abs(at - i) <= reach for i in named):
+        far = reach if _WEAK_ENDS.match(found[0]) else _FAR
+        if any(0 < i - at <= far if _BEFORE.match(found[0]) else abs(at - i) <= far
+               for i in named):
             return True
     return False
 
 
+_FAR = 8
+"""Words between an end word and what it ends, at most: in a long sentence ("my partner
+is at the flat in glasgow sending photos of the cat like she's replaced me") one far off
+speaks of something else."""
+_BEFORE = regex.compile(r"^(?:without|ohne|sans|sin|senza|sem)$", regex.IGNORECASE)
+"""End words that end only what follows them."""
+_MEANT = regex.compile(
+    r"\b(?:want|wants|wanted|wanna|need|needs|try|trying|tried|going to|gonna|plan\w*|"
+    r"hop(?:e|es|ing)|afraid|might|may|should|could|would|will|won't|can't|don't|didn't|"
+    r"never|not|möchte|will|wollte|muss|sollte|könnte|nie|veux|voudrais|vais|dois|"
+    r"pourrais|jamais|quiero|quería|voy a|debo|podría|nunca|voglio|vorrei|devo|potrei|mai|"
+    r"quero|queria|vou|poderia)(?: to| de| a)?\s+(?:\w+\s+)?$", _FLAGS)
+"""Words just before an end word that make it a wish, a plan, a fear or a denial ("I don't
+want to quit the degree", "ich will aufhören", "never sold it"): nothing ended."""
+_GONE_AS = regex.compile(r"gone\s+(?!for\b|now\b|from\b|since\b|forever\b|already\b)"
+                         r"[\p{L}]", _FLAGS)
+""""Gone" saying how something turned ("my asthma's gone mental", "gone quiet"), not that it
+went."""
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}][\p{L}\p{M}\p{N}'’-]*")
 
 

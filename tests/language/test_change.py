@@ -83,6 +83,30 @@ def test_plans_offers_one_offs_stays_others_news_and_questions_state_no_change(n
     assert found.confidence == 0.0
 
 
+LONG_DAY = ("quick catch-up before I forget everything. the kids both have colds again. "
+            "{change} {aside} my brother wants us all in Mallorca next summer, which I doubt "
+            "will happen. any idea how to bleed a radiator?")
+
+
+@pytest.mark.parametrize("old, change, aside, question", [
+    ("Book club meets on the first Tuesday of the month at Ines's flat.",
+     "book club got moved to the second thursday, her shifts changed.",
+     "not sure I'll finish this month's book anyway, I might just skip it.",
+     "When does my book club meet?"),
+    ("I put 150 a month into my pension.", "After the raise I upped my pension from 150 to "
+     "220 a month, starting in May.", "I might open a second pension someday too.",
+     "How much do I put into my pension?"),
+])
+def test_a_change_inside_a_long_message_is_read_from_its_own_sentence(old, change, aside,
+                                                                       question):
+    long_ = LONG_DAY.format(change=change, aside=aside)
+    assert evidence(old, long_, question=question, meaning=EN).sure
+    weighed = change.split(".")[0].replace("got moved", "might move") \
+        .replace("After the raise I upped", "I might up")
+    assert not evidence(old, LONG_DAY.format(change=weighed + ".", aside=aside),
+                        question=question, meaning=EN).sure
+
+
 def test_a_statement_about_another_attribute_is_no_version_of_the_asked_one():
     found = evidence("I live in Lisbon.", "I work as a nurse at the city hospital.",
                      question="Where do I live?", meaning=EN)
@@ -128,3 +152,25 @@ def test_typed_values_are_compared_by_kind():
 def test_the_language_is_guessed_from_stop_words_and_letters(text, code):
     assert language(text) == code
     assert reads(text) is (code in {"en", "de", "fr", "es", "it", "pt"})
+
+
+@pytest.mark.parametrize("old, new, ended", [
+    ("I'm doing an evening pottery course", "work is mad and I don't want to quit the "
+     "pottery course, I just need a break", False),
+    ("ich mache abends einen Töpferkurs", "ich will den Töpferkurs nicht aufgeben, ich "
+     "brauche nur eine Pause", False),
+    ("I'm doing an evening pottery course", "the pottery course has gone really intense "
+     "since the exams moved", False),
+    ("I'm doing an evening pottery course", "I quit the pottery course in May, too much "
+     "with the new job", True),
+    ("ich mache abends einen Töpferkurs", "den Töpferkurs habe ich aufgegeben, zu viel mit "
+     "dem neuen Job", True),
+    ("I'm doing an evening pottery course", "the pottery course studio was without heating "
+     "all week", False),
+    ("I'm doing an evening pottery course", "the pottery course is where I met Dana, who "
+     "says her old flatmate was replaced by a cat", False),
+])
+def test_an_end_word_after_a_wish_a_denial_or_a_turn_ends_nothing(old, new, ended):
+    found = evidence(old, new, question="", meaning=EN)
+    assert found.ends is ended
+    assert found.sure is ended
