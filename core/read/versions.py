@@ -32,6 +32,7 @@ keeps its rank and is not marked.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -71,14 +72,15 @@ def newest_first(hits: Sequence[MemoryHit], query: str, query_vec: np.ndarray,
                  meaning: Collection[str] | None = None,
                  scale: CosineScale = IDENTITY) -> list[MemoryHit]:
     """The hits with each newest version of a fact right before its highest older version,
-    the older ones marked `current=False` and noted (`now` False: the hits as they are).
+    the older ones marked `current=False` and noted (`now` False, or a question for a past
+    event's detail, `_EVENT`: the hits as they are).
     `rows` maps a memory id to its unit vector rows; hits without rows are left alone;
     `others` names the speakers (the assistant) whose words say nothing of the asker;
     `guess` False keeps to the versions the bank recorded on write (an LLM judged them);
     `close`: the hits' `closeness` to the query, when a caller has it already; `meaning`:
     the languages the embedder reads (None: any), where nearness alone ties two hits;
     `scale`: the embedder's `cosine_scale` (thresholds were set on the MiniLM's)."""
-    if not now:
+    if not now or _EVENT.search(query):
         return list(hits)
     if close is None:
         close = closeness(hits, query_vec, rows, scale)
@@ -177,12 +179,13 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
               meaning: Collection[str] | None = None,
               scale: CosineScale = IDENTITY) -> dict[int, int]:
     """Each older version's place -> its newest version's place. Two hits within reach, one
-    of them an answer (`near`), are versions when their best rows are close (`PAIR`) and
-    each other's nearest (in a conversation that keeps returning to a subject, many hits are
-    close: only the closest pair is read as one fact's versions), both speak of the one
-    asked about, they share a speaker and were said `GAP` apart; the newest
-    version replaces an older one when said as the present and not saying the older one's
-    state goes on (`_goes_on_about`)."""
+    of them an answer (`near`), may be versions when their best rows are close (`PAIR`),
+    both speak of the one asked about, they share a speaker and were said `GAP` apart. The
+    newest of an older one's that is said as the present, does not say the older one's
+    state goes on (`_goes_on_about`) and is a sure change of it (`language.change`)
+    replaces it, if the two are each other's nearest or the change names the value it ends
+    or replaces (`_NAMED`): mentions in between ("the box raised its fee again") then hide
+    nothing, and a memory of many matters changes no other fact it is near to."""
     asked = parties(query)
     places = [i for i in reach if len(hits[i].memory.people(others)) <= 1 and
               _about(stance(hits[i].memory.text, others=others), asked)]
@@ -196,23 +199,34 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
     out = {}
     for x, a in enumerate(places):
         old = hits[a].memory
-        later = [b for y, b in enumerate(places) if close[x, y] >= PAIR and
-                 nearest[x] == y and nearest[y] == x and
+        later = [y for y, b in enumerate(places) if close[x, y] >= PAIR and
                  (a in near or b in near) and _shared(old, hits[b].memory) and
                  as_utc(hits[b].memory.valid_from) - as_utc(old.valid_from) >= GAP]
-        if not later:
-            continue
-        b = max(later, key=lambda i: as_utc(hits[i].memory.valid_from))
-        read, before = (stance(m.text, others=others) for m in (hits[b].memory, old))
-        if theirs(read, before):
-            continue  # "Priya finally moved out of Denver", "the retriever isn't mine"
+        before = stance(old.text, others=others)
         said = _content(old.text) - words
-        if read.present and not (read.goes_on & said and not read.moves_on & said) and \
-                not _goes_on_about(read, before) and evidence(
-                    old.text, hits[b].memory.text, question=query, others=others,
-                    meaning=meaning).sure:
-            out[a] = b
+        for y in sorted(later, key=lambda y: as_utc(hits[places[y]].memory.valid_from),
+                        reverse=True):
+            b = places[y]
+            read = stance(hits[b].memory.text, others=others)
+            if theirs(read, before):
+                continue  # "Priya finally moved out of Denver", "the retriever isn't mine"
+            if not read.present or read.goes_on & said and not read.moves_on & said or \
+                    _goes_on_about(read, before):
+                continue
+            found = evidence(old.text, hits[b].memory.text, question=query, others=others,
+                             meaning=meaning)
+            if found.sure and (nearest[x] == y and nearest[y] == x or found.kind in _NAMED):
+                out[a] = places[y]
+                break
     return out
+
+
+_EVENT = re.compile(r"\b(?:what|when|where|which|who|how)\b(?:\s+\w+){0,2}?\s+did\b",
+                    re.IGNORECASE)
+"""A question for a detail of a past event ("What did Maya run the half marathon in?"):
+what came of it since is no newer version of its answer."""
+_NAMED = ("ends", "replaces")
+"""Kinds of change that name the value they end or replace (`Evidence.kind`)."""
 
 
 def _goes_on_about(new: Stance, old: Stance) -> bool:
