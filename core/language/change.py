@@ -193,7 +193,7 @@ _FEW = 3
 """Sentences of a message that speaks of one matter."""
 
 
-def _stated(text: str, words: Collection[str], said: str | None) -> str:
+def _stated(text: str, words: frozenset[str], said: str | None) -> str:
     """What of `text` states something of `words` rather than leaving it open or passing (a
     one-off, an offer, a choice weighed, a time ahead); "" when nothing does. A message of a
     few sentences speaks of one matter ("Got an offer from Lisbon. Thinking of taking it."),
@@ -204,14 +204,14 @@ def _stated(text: str, words: Collection[str], said: str | None) -> str:
     if len(sentences) <= _FEW:
         passing = ONE_OFF.search(text) or any(OFFER.search(s) or weighs(s) for s in sentences)
         return "" if passing else text
-    naming = [s for s in sentences if _words(s, said) & set(words)] or sentences[:1]
+    naming = [s for s in sentences if _words(s, said) & words] or sentences[:1]
     return " ".join(s for s in naming if not _passing(s, words, said))
 
 
-def _passing(sentence: str, words: Collection[str], said: str | None) -> bool:
+def _passing(sentence: str, words: frozenset[str], said: str | None) -> bool:
     """Whether a sentence leaves open or passing what its clauses that name `words` say:
     each of them is an offer or weighed, or the sentence tells a one-off."""
-    clauses = [c for c in _PARTS.split(sentence) if _words(c, said) & set(words)]
+    clauses = [c for c in _PARTS.split(sentence) if _words(c, said) & words]
     return bool(ONE_OFF.search(sentence)) or all(
         OFFER.search(c) or weighs(c) for c in clauses or [sentence])
 
