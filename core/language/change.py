@@ -164,13 +164,13 @@ def _evidence(old: str, new: str, question: str, value: str | None, replaced: bo
     # of someone asked about ("my boss"), a statement that names them as the earlier one
     # did ("Herr Becker ist gewechselt") speaks of them too
     part = _stated(said_new, repeats | asked, said)
+    if part and part != said_new:  # of a long message, the sentences that state the fact
+        words, now = _words(part, said), stance(part, others=tuple(others))
+        repeats &= words
     stated = now.states and now.present and not theirs(now, before) and \
         (before.states or not said_old.strip()) and \
         (bool(now.parties & whom or before.parties & whom and repeats) if whom
          else now.own) and bool(part)
-    if part and part != said_new:  # of a long message, the sentences that state the fact
-        words, now = _words(part, said), stance(part, others=tuple(others))
-        repeats &= words
     # the thing both name, the question's words too ("gave up on IF" for "am I still
     # doing IF?"), may be said to end; what goes on ("still doing the msc") is confirmed,
     # and what the fact said too ("cuarto sin ascensor") ends nothing new

@@ -88,23 +88,27 @@ LONG_DAY = ("quick catch-up before I forget everything. the kids both have colds
             "will happen. any idea how to bleed a radiator?")
 
 
-@pytest.mark.parametrize("old, change, aside, question", [
+@pytest.mark.parametrize("old, change, told, aside, question", [
     ("Book club meets on the first Tuesday of the month at Ines's flat.",
      "book club got moved to the second thursday, her shifts changed.",
+     "My sister's book club got moved to the second thursday, her shifts changed.",
      "not sure I'll finish this month's book anyway, I might just skip it.",
      "When does my book club meet?"),
     ("I put 150 a month into my pension.", "After the raise I upped my pension from 150 to "
-     "220 a month, starting in May.", "I might open a second pension someday too.",
+     "220 a month, starting in May.", "My brother upped his pension from 150 to 220 a "
+     "month after his raise.", "I might open a second pension someday too.",
      "How much do I put into my pension?"),
 ])
-def test_a_change_inside_a_long_message_is_read_from_its_own_sentence(old, change, aside,
-                                                                       question):
+def test_a_change_inside_a_long_message_is_read_from_its_own_sentence(old, change, told,
+                                                                       aside, question):
     long_ = LONG_DAY.format(change=change, aside=aside)
     assert evidence(old, long_, question=question, meaning=EN).sure
     weighed = change.split(".")[0].replace("got moved", "might move") \
         .replace("After the raise I upped", "I might up")
     assert not evidence(old, LONG_DAY.format(change=weighed + ".", aside=aside),
                         question=question, meaning=EN).sure
+    others = LONG_DAY.format(change=told, aside=aside)  # someone else's news, not mine
+    assert not evidence(old, others, question=question, meaning=EN).sure
 
 
 def test_a_statement_about_another_attribute_is_no_version_of_the_asked_one():
