@@ -1,7 +1,7 @@
-"""One ranked list on every development question: `search(k=a)` is the head of
+"""One ranked list on development questions: `search(k=a)` is the head of
 `search(k=b)`, a word budget and `min_score` cut the same list, and scores never rise down
 it; for the default settings and each read option. Real SQLite files, the packaged
-embedder, the LoCoMo and BEAM development conversations (skipped where ../shared is absent).
+embedder, LoCoMo and BEAM development conversations (skipped where ../shared is absent).
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
 pytestmark = pytest.mark.slow
 
-DATA = {"locomo": (load_locomo, SHARED / "data" / "locomo" / "locomo10_dev.json"),
-        "beam": (load_beam, SHARED / "data" / "beam" / "100K")}
+DATA = {"locomo": (load_locomo, SHARED / "data" / "locomo" / "locomo10_dev.json", [0, 1]),
+        "beam": (load_beam, SHARED / "data" / "beam" / "100K", [0, 1])}
+"""Loader, path and the conversations read: two of each (231 LoCoMo questions, 36 BEAM
+ones over two 100K-token chats) keep the check within a few minutes."""
 
 OPTIONS = {
     "default": ({}, {}),
@@ -41,10 +43,10 @@ def shown(hits) -> list[tuple]:
 
 @pytest.fixture(scope="module", params=sorted(DATA))
 def dev_store(request, tmp_path_factory, embedder):
-    load, path = DATA[request.param]
+    load, path, select = DATA[request.param]
     if not path.exists():
         pytest.skip(f"{path} is absent (it ships beside CI's clone, not with the package)")
-    convs = load(path)
+    convs = load(path, select)
     db = str(tmp_path_factory.mktemp(request.param) / "dev.sqlite")
     with ReflectiveMemory.open(db, embedder=embedder, progress=False) as mem:
         for conv in convs:
