@@ -202,6 +202,8 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
         later = [y for y, b in enumerate(places) if close[x, y] >= PAIR and
                  (a in near or b in near) and _shared(old, hits[b].memory) and
                  as_utc(hits[b].memory.valid_from) - as_utc(old.valid_from) >= GAP]
+        if not later:
+            continue
         before = stance(old.text, others=others)
         said = _content(old.text) - words
         for y in sorted(later, key=lambda y: as_utc(hits[places[y]].memory.valid_from),
@@ -216,7 +218,7 @@ def _versions(hits: Sequence[MemoryHit], near: Collection[int], reach: Sequence[
             found = evidence(old.text, hits[b].memory.text, question=query, others=others,
                              meaning=meaning)
             if found.sure and (nearest[x] == y and nearest[y] == x or found.kind in _NAMED):
-                out[a] = places[y]
+                out[a] = b
                 break
     return out
 
